@@ -1,0 +1,37 @@
+"""The `kafka-bench` command line: a thin layer over the library modules."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from benchmarks import __version__
+from benchmarks.commands import cluster as cluster_commands
+from benchmarks.exit_codes import ExitCode
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="kafka-bench")
+def cli() -> None:
+    """Measure what Kafka durability settings cost, and what they save when nodes die."""
+
+
+cli.add_command(cluster_commands.cluster)
+
+
+def main() -> None:
+    try:
+        cli.main(standalone_mode=False)
+    except click.exceptions.Abort:
+        click.echo("interrupted", err=True)
+        sys.exit(ExitCode.INTERRUPTED)
+    except click.exceptions.Exit as exc:
+        sys.exit(exc.exit_code)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(ExitCode.USAGE if isinstance(exc, click.UsageError) else exc.exit_code)
+    except KeyboardInterrupt:
+        click.echo("interrupted", err=True)
+        sys.exit(ExitCode.INTERRUPTED)
+    sys.exit(ExitCode.OK)

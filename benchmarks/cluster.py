@@ -1,0 +1,147 @@
+"""What the cluster looks like now: brokers, controller, and leader / replicas / ISR of every
+partition (what `kafka-topics --describe` shows), plus the ZooKeeper servers' modes."""
+
+from __future__ import annotations
+
+import dataclasses
+import socket
+from typing import Any, Callable
+
+from benchmarks.inventory import ClusterInventory
+
+
+class ClusterUnreachable(RuntimeError):
+    """No broker answered a metadata request."""
+
+
+@dataclasses.dataclass(frozen=True)
+class PartitionState:
+    topic: str
+    partition: int
+    leader: int | None
+    replicas: tuple[int, ...]
+    isr: tuple[int, ...]
+
+    @property
+    def offline(self) -> bool:
+        return self.leader is None
+
+    @property
+    def under_replicated(self) -> bool:
+        return len(self.isr) < len(self.replicas)
+
+
+@dataclasses.dataclass(frozen=True)
+class BrokerState:
+    broker_id: int
+    host: str
+    port: int
+    name: str
+    alive: bool
+
+
+@dataclasses.dataclass(frozen=True)
+class ZooKeeperState:
+    name: str
+    endpoint: str
+    mode: str | None  # standalone, leader, follower; None when it does not answer
+
+
+@dataclasses.dataclass(frozen=True)
+class ClusterStatus:
+    cluster_id: str | None
+    controller_id: int | None
+    brokers: tuple[BrokerState, ...]
+    partitions: tuple[PartitionState, ...]
+    zookeepers: tuple[ZooKeeperState, ...]
+
+    @property
+    def healthy(self) -> bool:
+        return (all(b.alive for b in self.brokers)
+                and all(z.mode for z in self.zookeepers)
+                and not any(p.offline or p.under_replicated for p in self.partitions))
+
+    def topic(self, name: str) -> list[PartitionState]:
+        return sorted((p for p in self.partitions if p.topic == name), key=lambda p: p.partition)
+
+    def problems(self) -> list[str]:
+        out = [f"broker {b.broker_id} ({b.name}, {b.host}:{b.port}) is not registered" for b in self.brokers if not b.alive]
+        out += [f"ZooKeeper {z.name} ({z.endpoint}) does not answer" for z in self.zookeepers if not z.mode]
+        out += [f"{p.topic}-{p.partition} has no leader" for p in self.partitions if p.offline]
+        out += [f"{p.topic}-{p.partition} is under-replicated: ISR {list(p.isr)} of replicas {list(p.replicas)}"
+                for p in self.partitions if p.under_replicated and not p.offline]
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "cluster_id": self.cluster_id,
+            "controller": self.controller_id,
+            "healthy": self.healthy,
+            "problems": self.problems(),
+            "brokers": [dataclasses.asdict(b) for b in self.brokers],
+            "zookeepers": [dataclasses.asdict(z) for z in self.zookeepers],
+            "partitions": [
+                {**dataclasses.asdict(p), "replicas": list(p.replicas), "isr": list(p.isr),
+                 "offline": p.offline, "under_replicated": p.under_replicated}
+                for p in sorted(self.partitions, key=lambda p: (p.topic, p.partition))
+            ],
+        }
+
+
+def zookeeper_mode(host: str, port: int, timeout: float = 2.0) -> str | None:
+    """The server's mode from the `srvr` four-letter word, None when it does not answer."""
+    try:
+        with socket.create_connection((host, port), timeout=timeout) as sock:
+            sock.sendall(b"srvr")
+            sock.shutdown(socket.SHUT_WR)
+            data = b"".join(iter(lambda: sock.recv(4096), b""))
+    except OSError:
+        return None
+    for line in data.decode("utf-8", "replace").splitlines():
+        if line.startswith("Mode: "):
+            return line.split(": ", 1)[1].strip()
+    return None
+
+
+def admin_client(bootstrap: str, **extra: Any):
+    from confluent_kafka.admin import AdminClient
+
+    return AdminClient({"bootstrap.servers": bootstrap, "socket.timeout.ms": 5000,
+                        "log_level": 0, "logger": _silent_logger(), **extra})
+
+
+def _silent_logger():
+    import logging
+
+    logger = logging.getLogger("kafka_bench.librdkafka")
+    logger.addHandler(logging.NullHandler())
+    logger.propagate = False
+    return logger
+
+
+def describe(inventory: ClusterInventory, timeout: float = 10.0, include_internal: bool = False,
+             admin_factory: Callable[[str], Any] = admin_client,
+             zk_probe: Callable[[str, int], str | None] = zookeeper_mode) -> ClusterStatus:
+    """Ask the cluster for its metadata; raise ClusterUnreachable when no broker answers."""
+    from confluent_kafka import KafkaException
+
+    admin = admin_factory(inventory.bootstrap_servers)
+    try:
+        metadata = admin.list_topics(timeout=timeout)
+    except KafkaException as exc:
+        raise ClusterUnreachable(f"no broker of {inventory.bootstrap_servers} answered: {exc}") from exc
+    registered = {b.id: b for b in metadata.brokers.values()}
+    brokers = [BrokerState(b.broker_id, b.host, b.port, b.name, b.broker_id in registered) for b in inventory.brokers]
+    known = {b.broker_id for b in inventory.brokers}
+    brokers += [BrokerState(i, m.host, m.port, "(not in inventory)", True) for i, m in sorted(registered.items()) if i not in known]
+    partitions = []
+    for topic in metadata.topics.values():
+        if topic.topic.startswith("__") and not include_internal:
+            continue
+        for p in topic.partitions.values():
+            partitions.append(PartitionState(topic.topic, p.id, p.leader if p.leader >= 0 else None,
+                                             tuple(p.replicas), tuple(p.isrs)))
+    zookeepers = tuple(ZooKeeperState(z.name, f"{z.host}:{z.port}", zk_probe(z.host, z.port)) for z in inventory.zookeepers)
+    controller = metadata.controller_id if metadata.controller_id >= 0 else None
+    return ClusterStatus(metadata.cluster_id, controller, tuple(brokers),
+                         tuple(sorted(partitions, key=lambda p: (p.topic, p.partition))), zookeepers)

@@ -1,0 +1,121 @@
+"""Read an Ansible inventory the way the playbooks see it: brokers, ids, endpoints.
+
+Values come from the inventory (host_vars, group_vars, Jinja) through Ansible's own API;
+where the inventory leaves a value to the roles' defaults, the same default rule applies
+(port 9092, broker id = position in the group + kafka_broker_id_base, ...).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Any, Callable
+
+
+class InventoryError(ValueError):
+    """The inventory cannot describe a cluster; the message names the file and the variable."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Broker:
+    name: str
+    broker_id: int
+    host: str
+    port: int
+    conf_dir: str
+
+    @property
+    def bootstrap(self) -> str:
+        return f"{self.host}:{self.port}"
+
+    @property
+    def ctl(self) -> str:
+        """The broker's service control script (start|stop|kill|pause|status|...)."""
+        return f"{self.conf_dir}/kafka-service"
+
+    @property
+    def tool(self) -> str:
+        return f"{self.conf_dir}/kafka-tool"
+
+
+@dataclasses.dataclass(frozen=True)
+class ZooKeeperServer:
+    name: str
+    host: str
+    port: int
+    conf_dir: str
+
+    @property
+    def ctl(self) -> str:
+        return f"{self.conf_dir}/zookeeper-service"
+
+
+@dataclasses.dataclass(frozen=True)
+class ClusterInventory:
+    path: Path
+    brokers: tuple[Broker, ...]
+    zookeepers: tuple[ZooKeeperServer, ...]
+
+    @property
+    def bootstrap_servers(self) -> str:
+        return ",".join(b.bootstrap for b in self.brokers)
+
+    def broker(self, ident: int | str) -> Broker:
+        for b in self.brokers:
+            if str(ident) in (str(b.broker_id), b.name):
+                return b
+        known = ", ".join(f"{b.name} (id {b.broker_id})" for b in self.brokers)
+        raise InventoryError(f"{self.path}: no broker {ident!r}; brokers are {known}")
+
+
+def load(path: Path | str, kafka_group: str = "kafka", zookeeper_group: str = "zookeeper") -> ClusterInventory:
+    from ansible.inventory.manager import InventoryManager
+    from ansible.parsing.dataloader import DataLoader
+    from ansible.template import Templar
+    from ansible.vars.manager import VariableManager
+
+    path = Path(path)
+    if not path.exists():
+        raise InventoryError(f"inventory {path} does not exist")
+    loader = DataLoader()
+    manager = InventoryManager(loader=loader, sources=[str(path)])
+    variables = VariableManager(loader=loader, inventory=manager)
+    groups = manager.get_groups_dict()
+
+    def resolver(host_name: str) -> Callable[[str, Any], Any]:
+        """A getter of the host's templated variables, None-safe for undefined ones."""
+        host = manager.get_host(host_name)
+        hostvars = variables.get_vars(host=host, include_hostvars=False)
+        templar = Templar(loader=loader, variables=hostvars)
+
+        def get(name: str, default: Any = None) -> Any:
+            if name not in hostvars:
+                return default
+            try:
+                return templar.template(hostvars[name])
+            except Exception as exc:  # Ansible raises several error types for bad templates
+                raise InventoryError(f"{path}: host {host_name}: cannot resolve {name}: {exc}") from exc
+
+        return get
+
+    brokers = []
+    kafka_hosts = groups.get(kafka_group, [])
+    if not kafka_hosts:
+        raise InventoryError(f"{path}: group '{kafka_group}' has no hosts; a cluster needs at least one broker")
+    for index, name in enumerate(kafka_hosts):
+        get = resolver(name)
+        base = int(get("kafka_broker_id_base", 0))
+        try:
+            broker_id = int(get("kafka_broker_id", index + base))
+            port = int(get("kafka_port", 9092))
+        except (TypeError, ValueError) as exc:
+            raise InventoryError(f"{path}: host {name}: kafka_broker_id and kafka_port must be integers ({exc})") from exc
+        host = str(get("kafka_advertised_host", get("ansible_host", name)))
+        brokers.append(Broker(name, broker_id, host, port, str(get("kafka_conf_dir", "/etc/kafka"))))
+    zookeepers = []
+    for name in groups.get(zookeeper_group, []):
+        get = resolver(name)
+        zookeepers.append(ZooKeeperServer(name, str(get("zookeeper_host", get("ansible_host", name))),
+                                          int(get("zookeeper_client_port", 2181)),
+                                          str(get("zookeeper_conf_dir", "/etc/zookeeper"))))
+    return ClusterInventory(path, tuple(brokers), tuple(zookeepers))

@@ -1,0 +1,82 @@
+"""Produce to a replicated topic and read everything back: the go-live check of a cluster.
+
+Every message carries this check's run id and its sequence number, so messages from earlier
+checks in the same topic are ignored and every message is accounted for: acked, failed,
+or read back.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+import uuid
+from typing import Callable
+
+from benchmarks import topics
+from benchmarks.cluster import _silent_logger
+
+
+@dataclasses.dataclass
+class SmokeResult:
+    topic: str
+    sent: int
+    acked: int
+    failed: int
+    consumed: int
+    missing: list[int]
+    produce_s: float
+    consume_s: float
+    errors: list[str]
+
+    @property
+    def ok(self) -> bool:
+        return self.acked == self.sent and not self.missing and self.failed == 0
+
+
+def run_smoke(bootstrap: str, topic: str = "purchases", partitions: int = 3, replication_factor: int = 3,
+              messages: int = 1000, timeout: float = 60.0,
+              clock: Callable[[], float] = time.monotonic) -> SmokeResult:
+    from confluent_kafka import Consumer, Producer
+
+    topics.ensure_topic(bootstrap, topic, partitions, replication_factor)
+    run_id = uuid.uuid4().hex[:12]
+    acked: set[int] = set()
+    errors: list[str] = []
+
+    def on_delivery(err, msg):
+        seq = int(msg.value().split(b":")[1])
+        if err is None:
+            acked.add(seq)
+        else:
+            errors.append(f"message {seq}: {err}")
+
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "enable.idempotence": True,
+                         "linger.ms": 5, "logger": _silent_logger()})
+    start = clock()
+    for seq in range(messages):
+        producer.produce(topic, key=f"key-{seq % 16}".encode(), value=f"{run_id}:{seq}".encode(),
+                         on_delivery=on_delivery)
+        producer.poll(0)
+    remaining = producer.flush(timeout)
+    produce_s = clock() - start
+    if remaining:
+        errors.append(f"{remaining} messages still in flight after {timeout}s")
+
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"kafka-bench-smoke-{run_id}",
+                         "auto.offset.reset": "earliest", "enable.auto.commit": False,
+                         "logger": _silent_logger()})
+    consumer.subscribe([topic])
+    seen: set[int] = set()
+    start = clock()
+    try:
+        while not acked <= seen and clock() - start < timeout:
+            msg = consumer.poll(0.5)
+            if msg is None or msg.error():
+                continue
+            value = msg.value() or b""
+            if value.startswith(run_id.encode() + b":"):
+                seen.add(int(value.split(b":")[1]))
+    finally:
+        consumer.close()
+    return SmokeResult(topic, messages, len(acked), len(errors), len(seen), sorted(acked - seen),
+                       produce_s, clock() - start, errors[:20])
