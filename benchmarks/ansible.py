@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import shutil
 import sys
 import time
+import uuid
 from pathlib import Path
 from typing import Any, Callable, Mapping, Protocol, Sequence
 
@@ -80,16 +82,32 @@ def _failure_message(result: Mapping[str, Any]) -> str:
 
 
 class AnsibleRunner:
-    """Runs playbooks of this repository with ansible-runner, artifacts under .runner/."""
+    """Runs playbooks of this repository with ansible-runner, artifacts under .runner/.
 
-    def __init__(self, artifact_root: Path | None = None, verbosity: int = 0) -> None:
+    Every run gets a private data directory of its own: ansible-runner keeps the command
+    line, extra vars and environment of a run in files there and silently reuses them for
+    the next run of the same directory (a --check run would turn later runs into dry runs).
+    """
+
+    def __init__(self, artifact_root: Path | None = None, verbosity: int = 0, keep: int = 50) -> None:
         self.artifact_root = artifact_root or paths.RUNNER_DIR
         self.verbosity = verbosity
+        self.keep = keep
+
+    def _private_data_dir(self, playbook: str) -> Path:
+        self.artifact_root.mkdir(parents=True, exist_ok=True)
+        old = sorted(p for p in self.artifact_root.iterdir() if p.is_dir())
+        for stale in old[: max(0, len(old) - self.keep + 1)]:
+            shutil.rmtree(stale, ignore_errors=True)
+        stamp = time.strftime("%Y%m%dT%H%M%S")
+        path = self.artifact_root / f"{stamp}-{Path(playbook).stem}-{uuid.uuid4().hex[:6]}"
+        path.mkdir()
+        return path
 
     def run(self, playbook, inventory, extravars=None, limit=None, check=False, progress=None):
         import ansible_runner  # imported here: it is slow to import and unit tests need not
 
-        self.artifact_root.mkdir(parents=True, exist_ok=True)
+        private_data_dir = self._private_data_dir(playbook)
         failures: list[TaskFailure] = []
         state = {"play": "", "task": ""}
 
@@ -126,7 +144,7 @@ class AnsibleRunner:
         env["ANSIBLE_FORCE_COLOR"] = "0"
         started = time.monotonic()
         runner = ansible_runner.run(
-            private_data_dir=str(self.artifact_root),
+            private_data_dir=str(private_data_dir),
             project_dir=str(paths.PROJECT_ROOT),
             playbook=str(paths.playbook(playbook)),
             inventory=str(Path(inventory).resolve()),
@@ -137,7 +155,6 @@ class AnsibleRunner:
             event_handler=on_event,
             quiet=True,
             verbosity=self.verbosity,
-            rotate_artifacts=20,
         )
         stats = runner.stats or {}
         return PlaybookResult(

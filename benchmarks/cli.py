@@ -22,7 +22,8 @@ cli.add_command(cluster_commands.cluster)
 
 def main() -> None:
     try:
-        cli.main(standalone_mode=False)
+        # With standalone_mode=False click returns the code of a click.exceptions.Exit.
+        code = cli.main(standalone_mode=False)
     except click.exceptions.Abort:
         click.echo("interrupted", err=True)
         sys.exit(ExitCode.INTERRUPTED)
@@ -34,4 +35,4 @@ def main() -> None:
     except KeyboardInterrupt:
         click.echo("interrupted", err=True)
         sys.exit(ExitCode.INTERRUPTED)
-    sys.exit(ExitCode.OK)
+    sys.exit(code if isinstance(code, int) else ExitCode.OK)

@@ -13,8 +13,9 @@ ANSIBLE_CFG = PROJECT_ROOT / "ansible.cfg"
 RUNNER_DIR = PROJECT_ROOT / ".runner"
 
 
-def playbook(name: str) -> Path:
-    path = PLAYBOOKS / name
+def playbook(name: str | Path) -> Path:
+    """A playbook of playbooks/ by name, or any playbook by absolute path."""
+    path = Path(name) if Path(name).is_absolute() else PLAYBOOKS / name
     if not path.is_file():
         raise FileNotFoundError(f"playbook {path} does not exist")
     return path

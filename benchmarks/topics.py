@@ -37,17 +37,16 @@ def ensure_topic(bootstrap: str, name: str, partitions: int, replication_factor:
     return True
 
 
-def elect_preferred_leaders(bootstrap: str, topic: str, partitions: list[int], timeout: float = 30.0,
-                            admin: Any = None) -> dict[int, str | None]:
+def elect_preferred_leaders(bootstrap: str, topic: str, partitions: list[int], admin: Any = None) -> dict[int, str | None]:
     """Move leadership back to the preferred (first) replica; partition -> error text or None."""
-    from confluent_kafka import ElectionType, TopicPartition
+    from confluent_kafka import ElectionType, KafkaError, TopicPartition
 
     admin = admin or admin_client(bootstrap)
-    future = admin.elect_leaders(ElectionType.PREFERRED, [TopicPartition(topic, p) for p in partitions],
-                                 request_timeout=timeout)
-    result = future.result()
-    out = {}
+    # No timeout keyword arguments: confluent-kafka 2.16's elect_leaders fails with any of them.
+    result = admin.elect_leaders(ElectionType.PREFERRED, [TopicPartition(topic, p) for p in partitions]).result()
+    out: dict[int, str | None] = {}
     for tp, error in result.items():
+        error = error.args[0] if hasattr(error, "args") else error  # KafkaException or KafkaError
         # ELECTION_NOT_NEEDED means the preferred replica already leads: that is success.
-        out[tp.partition] = None if error is None or error.name() == "ELECTION_NOT_NEEDED" else str(error)
+        out[tp.partition] = None if error is None or error.code() == KafkaError.ELECTION_NOT_NEEDED else str(error)
     return out

@@ -1,0 +1,94 @@
+"""Shared fixtures. Integration tests drive real ZooKeeper and Kafka processes; nothing is mocked."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Callable, TypeVar
+
+import pytest
+
+from benchmarks import inventory as inventory_lib
+from benchmarks import paths
+from benchmarks.ansible import AnsibleRunner, PlaybookResult, summarize_failures
+
+ROOT = paths.PROJECT_ROOT
+LOCAL_INVENTORY = paths.DEFAULT_INVENTORY
+KAFKA_BENCH = str(Path(sys.executable).parent / "kafka-bench")
+T = TypeVar("T")
+
+
+def wait_for(probe: Callable[[], T], timeout: float, interval: float = 1.0, what: str = "condition") -> T:
+    """Poll `probe` until it returns something truthy; fail the test after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    last: T | None = None
+    while time.monotonic() < deadline:
+        last = probe()
+        if last:
+            return last
+        time.sleep(interval)
+    pytest.fail(f"timed out after {timeout:.0f} s waiting for {what}; last value: {last!r}")
+
+
+def assert_ok(result: PlaybookResult) -> PlaybookResult:
+    assert result.ok, f"{result.playbook} failed:\n{summarize_failures(result.failures)}"
+    return result
+
+
+def service_pids(marker_prefix: str = "kafka-bench-") -> dict[str, int]:
+    """Processes started by the roles' control scripts, by service name."""
+    found = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            args = Path(f"/proc/{entry}/cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        for arg in args:
+            match = re.fullmatch(rb"-Dkafka\.bench\.service=(" + re.escape(marker_prefix.encode()) + rb"\S*)", arg)
+            if match:
+                found[match.group(1).decode()] = int(entry)
+    return found
+
+
+def listening_ports() -> set[int]:
+    ports = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            lines = Path(table).read_text().splitlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            fields = line.split()
+            if fields[3] == "0A":  # LISTEN
+                ports.add(int(fields[1].rsplit(":", 1)[1], 16))
+    return ports
+
+
+def run_cli(*args: str, timeout: float = 900) -> subprocess.CompletedProcess:
+    return subprocess.run([KAFKA_BENCH, *args], capture_output=True, text=True, timeout=timeout, cwd=ROOT)
+
+
+@pytest.fixture(scope="session")
+def runner(tmp_path_factory) -> AnsibleRunner:
+    return AnsibleRunner(artifact_root=tmp_path_factory.mktemp("ansible-runner"))
+
+
+@pytest.fixture(scope="session")
+def local_inventory() -> inventory_lib.ClusterInventory:
+    return inventory_lib.load(LOCAL_INVENTORY)
+
+
+@pytest.fixture(scope="session")
+def deployed_cluster(runner, local_inventory):
+    """The local three-broker cluster, deployed with playbooks/site.yml."""
+    started = time.monotonic()
+    result = assert_ok(runner.run("site.yml", LOCAL_INVENTORY))
+    print(f"\nsite.yml deployed the local cluster in {time.monotonic() - started:.0f} s "
+          f"(changed={result.count('changed')})")
+    return local_inventory

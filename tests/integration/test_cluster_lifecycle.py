@@ -1,0 +1,122 @@
+"""The local cluster from deploy to teardown, with the seed labs' checks (000, 002).
+
+The tests run in file order and share one cluster: deploy, use, break, heal, re-run, tear down.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+
+import pytest
+
+from benchmarks import cluster, smoke, topics
+from tests.conftest import LOCAL_INVENTORY, ROOT, assert_ok, listening_ports, run_cli, service_pids, wait_for
+
+pytestmark = [pytest.mark.cluster, pytest.mark.slow]
+
+CLUSTER_PORTS = {2181, 9092, 9093, 9094}
+
+
+def test_deploy_gives_a_healthy_three_broker_cluster(deployed_cluster):
+    status = cluster.describe(deployed_cluster)
+    assert [b.broker_id for b in status.brokers] == [0, 1, 2]
+    assert all(b.alive for b in status.brokers), status.problems()
+    assert status.controller_id in (0, 1, 2)
+    assert [z.mode for z in status.zookeepers] == ["standalone"]
+    assert CLUSTER_PORTS <= listening_ports()
+
+
+def test_purchases_topic_is_replicated_and_round_trips(deployed_cluster):
+    """Seed 000: purchases with RF 3 and 3 partitions; produce, consume, all replicas in sync."""
+    result = smoke.run_smoke(deployed_cluster.bootstrap_servers, "purchases", partitions=3,
+                             replication_factor=3, messages=500)
+    assert result.ok, result
+    assert (result.sent, result.acked, result.consumed, result.missing) == (500, 500, 500, [])
+    parts = cluster.describe(deployed_cluster).topic("purchases")
+    assert [p.partition for p in parts] == [0, 1, 2]
+    for p in parts:
+        assert sorted(p.replicas) == [0, 1, 2]
+        assert sorted(p.isr) == [0, 1, 2], f"partition {p.partition} ISR {p.isr}"
+        assert p.leader in p.replicas
+
+
+def test_status_command_shows_partitions_as_json(deployed_cluster):
+    proc = run_cli("cluster", "status", "--json")
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    assert doc["healthy"] is True
+    rows = [p for p in doc["partitions"] if p["topic"] == "purchases"]
+    assert len(rows) == 3 and all(sorted(r["isr"]) == [0, 1, 2] for r in rows)
+    assert doc["controller"] in (0, 1, 2)
+
+
+def test_kill_9_moves_leadership_and_restart_restores_isr(deployed_cluster, runner):
+    """Seed 002: kill -9 a broker; the partitions it led get new leaders and the ISR shrinks;
+    restart it: the ISR recovers and the preferred leaders can be restored."""
+    inv = deployed_cluster
+    bootstrap = inv.bootstrap_servers
+    # Start from preferred leadership so broker 1 leads the partition whose first replica it is.
+    topics.elect_preferred_leaders(bootstrap, "purchases", [0, 1, 2])
+    wait_for(lambda: all(p.leader == p.replicas[0] for p in cluster.describe(inv).topic("purchases")), 60,
+             what="preferred leaders before the kill")
+    victim = inv.broker(1)
+    led = [p.partition for p in cluster.describe(inv).topic("purchases") if p.leader == 1]
+    assert led, "broker 1 leads no partition of purchases"
+
+    pid = int(subprocess.check_output([victim.ctl, "pid"], text=True))
+    os.kill(pid, signal.SIGKILL)
+
+    def failed_over():
+        status = cluster.describe(inv)
+        parts = status.topic("purchases")
+        moved = all(p.leader not in (None, 1) for p in parts if p.partition in led)
+        shrunk = all(1 not in p.isr for p in parts)
+        down = not next(b for b in status.brokers if b.broker_id == 1).alive
+        return status if moved and shrunk and down else None
+
+    status = wait_for(failed_over, 90, what="new leaders and an ISR without broker 1")
+    for p in status.topic("purchases"):
+        assert p.leader in (0, 2) and sorted(p.isr) == sorted(set(p.replicas) - {1})
+    proc = run_cli("cluster", "status", "--json")
+    assert proc.returncode == 5, "status must report an unhealthy cluster with exit code 5"
+    assert any("broker 1" in problem for problem in json.loads(proc.stdout)["problems"])
+    # Writes still succeed with one broker down.
+    assert smoke.run_smoke(bootstrap, "purchases", 3, 3, messages=200).ok
+
+    assert_ok(runner.run("start.yml", LOCAL_INVENTORY, limit="broker1"))
+    wait_for(lambda: all(sorted(p.isr) == [0, 1, 2] for p in cluster.describe(inv).topic("purchases")), 120,
+             what="broker 1 back in every ISR")
+    errors = topics.elect_preferred_leaders(bootstrap, "purchases", [0, 1, 2])
+    assert not any(errors.values()), errors
+    wait_for(lambda: all(p.leader == p.replicas[0] for p in cluster.describe(inv).topic("purchases")), 60,
+             what="preferred leaders restored")
+
+
+def test_second_run_changes_nothing(deployed_cluster, runner):
+    result = assert_ok(runner.run("site.yml", LOCAL_INVENTORY))
+    assert result.count("changed") == 0, result.stats.get("changed")
+
+
+def test_check_mode_works_on_the_running_cluster(deployed_cluster, runner):
+    result = assert_ok(runner.run("site.yml", LOCAL_INVENTORY, check=True))
+    assert result.count("changed") == 0, result.stats.get("changed")
+
+
+def test_cluster_up_via_cli_reports_healthy(deployed_cluster):
+    proc = run_cli("cluster", "up")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "site.yml: successful" in proc.stderr
+    assert "healthy: 3 brokers" in proc.stdout
+
+
+def test_teardown_leaves_no_process_no_port_no_state(deployed_cluster, runner):
+    assert_ok(runner.run("teardown.yml", LOCAL_INVENTORY))
+    assert not {name for name in service_pids() if not name.startswith("kafka-bench-molecule")}
+    assert not CLUSTER_PORTS & listening_ports()
+    assert not (ROOT / ".state" / "local").exists()
+    # A second teardown of nothing succeeds and touches nothing.
+    result = assert_ok(runner.run("teardown.yml", LOCAL_INVENTORY))
+    assert result.count("changed") == 0
