@@ -153,17 +153,16 @@ def main():
             expected = spec["sha256"].lower()
             target = os.path.join(dest, name)
             cached = os.path.join(cache_dir, name) if cache_dir else ""
-            if cached and copy_verified(cached, target, "sha256", expected):
-                continue
-            url = jar_url(params["repository_url"], spec)
-            try:
-                fetch_verified(url, target, "sha256", expected, params["timeout"])
-            except ChecksumError as exc:
-                module.fail_json(msg="maven_artifacts: checksum mismatch, jar discarded: %s" % exc, **result)
-            except Exception as exc:
-                module.fail_json(msg="maven_artifacts: cannot fetch %s: %s" % (url, exc), **result)
-            if cached:
-                copy_verified(target, cached, "sha256", expected)
+            if not (cached and copy_verified(cached, target, "sha256", expected)):
+                url = jar_url(params["repository_url"], spec)
+                try:
+                    fetch_verified(url, target, "sha256", expected, params["timeout"])
+                except ChecksumError as exc:
+                    module.fail_json(msg="maven_artifacts: checksum mismatch, jar discarded: %s" % exc, **result)
+                except Exception as exc:
+                    module.fail_json(msg="maven_artifacts: cannot fetch %s: %s" % (url, exc), **result)
+                if cached:
+                    copy_verified(target, cached, "sha256", expected)
             result["installed"].append(name)
         for name in extra:
             os.unlink(os.path.join(dest, name))
