@@ -1,0 +1,25 @@
+"""Each role's Molecule scenario (delegated, on this machine): converge, idempotence, verify, destroy."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ROOT
+
+MOLECULE = str(Path(sys.executable).parent / "molecule")
+ROLES = sorted(p.parents[2].name for p in (ROOT / "roles").glob("*/molecule/default/molecule.yml"))
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.mark.parametrize("role", ROLES)
+def test_molecule_scenario(role):
+    proc = subprocess.run([MOLECULE, "test"], cwd=ROOT / "roles" / role, capture_output=True, text=True,
+                          timeout=900, env={**__import__("os").environ, "PY_COLORS": "0", "ANSIBLE_FORCE_COLOR": "0"})
+    assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-6000:]
+    for step in ("converge", "idempotence", "verify"):
+        assert f"{step}: Executed: Successful" in proc.stdout + proc.stderr, f"{step} did not run"

@@ -1,0 +1,78 @@
+"""The CLI over a recording fake playbook runner: no Ansible, no cluster."""
+
+from __future__ import annotations
+
+from click.testing import CliRunner
+
+from benchmarks.ansible import PlaybookResult, ProgressEvent, TaskFailure
+from benchmarks.cli import cli
+from benchmarks.commands.cluster import VALIDATION_PLAYS
+from benchmarks.exit_codes import ExitCode
+from tests.conftest import LOCAL_INVENTORY
+
+
+class FakeRunner:
+    def __init__(self, result: PlaybookResult):
+        self.result = result
+        self.calls = []
+
+    def run(self, playbook, inventory, extravars=None, limit=None, check=False, progress=None):
+        self.calls.append({"playbook": playbook, "inventory": str(inventory), "extravars": extravars,
+                           "limit": limit, "check": check})
+        if progress:
+            progress(ProgressEvent("Deploy the Kafka brokers", "Write server.properties", "broker0", "changed"))
+        return self.result
+
+
+def result(rc=0, failures=(), changed=0):
+    return PlaybookResult("site.yml", rc, "successful" if rc == 0 else "failed",
+                          {"changed": {"broker0": changed}, "ok": {"broker0": 3}}, list(failures), 1.0)
+
+
+def invoke(runner, *args):
+    return CliRunner().invoke(cli, list(args), obj={"runner": runner})
+
+
+def test_validation_failure_exits_invalid_input_and_names_the_problem():
+    fake = FakeRunner(result(2, [TaskFailure("broker1", "Check this broker's settings",
+                                             "kafka on broker1: min.insync.replicas too high", play=VALIDATION_PLAYS[0])]))
+    out = invoke(fake, "cluster", "up", "--check", "-e", "kafka_heap_size=2g", "-e", "kafka_port=9999")
+    assert out.exit_code == ExitCode.INVALID_INPUT, out.output
+    assert "broker1: failed at 'Check this broker's settings'" in out.output
+    assert "min.insync.replicas too high" in out.output
+    assert fake.calls == [{"playbook": "site.yml", "inventory": str(LOCAL_INVENTORY),
+                           "extravars": {"kafka_heap_size": "2g", "kafka_port": 9999}, "limit": None, "check": True}]
+
+
+def test_host_failure_exits_playbook_failed():
+    fake = FakeRunner(result(2, [TaskFailure("zk0", "Start ZooKeeper", "exited right after start", play="Deploy ZooKeeper")]))
+    out = invoke(fake, "cluster", "up")
+    assert out.exit_code == ExitCode.PLAYBOOK_FAILED
+    assert "zk0: failed at 'Start ZooKeeper'" in out.output
+
+
+def test_check_mode_shows_progress_and_does_not_query_the_cluster():
+    fake = FakeRunner(result(0, changed=2))
+    out = invoke(fake, "cluster", "up", "--check")
+    assert out.exit_code == ExitCode.OK, out.output
+    assert "Deploy the Kafka brokers › Write server.properties: 1 changed" in out.output
+    assert "site.yml: successful" in out.output and "changed=2" in out.output
+
+
+def test_down_stops_and_down_purge_tears_down():
+    fake = FakeRunner(result())
+    assert invoke(fake, "cluster", "down").exit_code == 0
+    assert invoke(fake, "cluster", "down", "--purge", "--limit", "broker1").exit_code == 0
+    assert [(c["playbook"], c["limit"]) for c in fake.calls] == [("stop.yml", None), ("teardown.yml", "broker1")]
+
+
+def test_malformed_extra_var_is_a_usage_error():
+    out = invoke(FakeRunner(result()), "cluster", "up", "-e", "novalue")
+    assert out.exit_code == ExitCode.USAGE
+    assert "is not KEY=VALUE" in out.output
+
+
+def test_bad_inventory_path_exits_invalid_input(tmp_path):
+    out = invoke(FakeRunner(result()), "cluster", "up", "--inventory", str(tmp_path / "missing"))
+    assert out.exit_code == ExitCode.INVALID_INPUT
+    assert "does not exist" in out.output

@@ -1,0 +1,78 @@
+"""Cluster status from metadata, with the admin client and ZooKeeper probe substituted."""
+
+from __future__ import annotations
+
+import socket
+import threading
+from types import SimpleNamespace as NS
+
+from benchmarks import cluster, inventory
+from tests.conftest import LOCAL_INVENTORY
+
+
+class FakeAdmin:
+    def __init__(self, brokers, partitions, controller=0):
+        self.metadata = NS(
+            cluster_id="test-cluster", controller_id=controller,
+            brokers={i: NS(id=i, host="127.0.0.1", port=9092 + i) for i in brokers},
+            topics={
+                "purchases": NS(topic="purchases", partitions={
+                    pid: NS(id=pid, leader=leader, replicas=replicas, isrs=isr)
+                    for pid, (leader, replicas, isr) in partitions.items()}),
+                "__consumer_offsets": NS(topic="__consumer_offsets", partitions={
+                    0: NS(id=0, leader=0, replicas=[0], isrs=[0])}),
+            })
+
+    def list_topics(self, timeout):
+        return self.metadata
+
+
+def describe(admin, zk_mode="standalone"):
+    return cluster.describe(inventory.load(LOCAL_INVENTORY), admin_factory=lambda _: admin,
+                            zk_probe=lambda host, port: zk_mode)
+
+
+def test_healthy_cluster():
+    status = describe(FakeAdmin([0, 1, 2], {0: (0, [0, 1, 2], [0, 1, 2]), 1: (1, [1, 2, 0], [1, 2, 0])}))
+    assert status.healthy and status.problems() == []
+    assert status.controller_id == 0
+    assert [p.topic for p in status.partitions] == ["purchases", "purchases"], "internal topics hidden by default"
+
+
+def test_killed_broker_shows_as_down_with_shrunk_isr_and_offline_partition():
+    status = describe(FakeAdmin([0, 2], {0: (0, [0, 1, 2], [0, 2]), 1: (-1, [1], [])}, controller=2))
+    assert not status.healthy
+    assert [b.alive for b in status.brokers] == [True, False, True]
+    assert status.problems() == [
+        "broker 1 (broker1, 127.0.0.1:9093) is not registered",
+        "purchases-1 has no leader",
+        "purchases-0 is under-replicated: ISR [0, 2] of replicas [0, 1, 2]",
+    ]
+    doc = status.to_dict()
+    assert doc["partitions"][1] == {"topic": "purchases", "partition": 1, "leader": None, "replicas": [1],
+                                    "isr": [], "offline": True, "under_replicated": True}
+
+
+def test_silent_zookeeper_makes_the_cluster_unhealthy():
+    status = describe(FakeAdmin([0, 1, 2], {}), zk_mode=None)
+    assert not status.healthy and status.problems() == ["ZooKeeper zk0 (127.0.0.1:2181) does not answer"]
+
+
+def test_zookeeper_mode_reads_srvr_from_a_real_socket():
+    server = socket.create_server(("127.0.0.1", 0))
+    port = server.getsockname()[1]
+
+    def answer():
+        conn, _ = server.accept()
+        with conn:
+            assert conn.recv(4) == b"srvr"
+            conn.sendall(b"Zookeeper version: 3.8.4\nMode: follower\nNode count: 5\n")
+
+    thread = threading.Thread(target=answer)
+    thread.start()
+    try:
+        assert cluster.zookeeper_mode("127.0.0.1", port) == "follower"
+    finally:
+        thread.join(5)
+        server.close()
+    assert cluster.zookeeper_mode("127.0.0.1", port, timeout=0.5) is None

@@ -1,0 +1,40 @@
+"""The CLI reads inventories the way the playbooks do."""
+
+from __future__ import annotations
+
+import pytest
+
+from benchmarks import inventory
+from tests.conftest import LOCAL_INVENTORY, ROOT
+
+
+def test_local_inventory_is_the_classic_lab_layout():
+    inv = inventory.load(LOCAL_INVENTORY)
+    assert [(b.name, b.broker_id, b.host, b.port) for b in inv.brokers] == [
+        ("broker0", 0, "127.0.0.1", 9092), ("broker1", 1, "127.0.0.1", 9093), ("broker2", 2, "127.0.0.1", 9094)]
+    assert inv.bootstrap_servers == "127.0.0.1:9092,127.0.0.1:9093,127.0.0.1:9094"
+    assert [(z.name, z.host, z.port) for z in inv.zookeepers] == [("zk0", "127.0.0.1", 2181)]
+    assert inv.broker(1).conf_dir == str(ROOT / ".state" / "local" / "broker1" / "config")
+    assert inv.broker("broker2").ctl.endswith("/broker2/config/kafka-service")
+
+
+def test_ids_follow_inventory_order_with_a_base_and_explicit_ids_win(tmp_path):
+    (tmp_path / "hosts.yml").write_text(
+        "all:\n  children:\n    kafka:\n      vars: {kafka_broker_id_base: 1}\n      hosts:\n"
+        "        a: {ansible_host: 10.0.0.5}\n        b: {kafka_broker_id: 7, kafka_port: 9192}\n        c: {}\n")
+    inv = inventory.load(tmp_path)
+    assert [(b.name, b.broker_id, b.host, b.port) for b in inv.brokers] == [
+        ("a", 1, "10.0.0.5", 9092), ("b", 7, "b", 9192), ("c", 3, "c", 9092)]
+
+
+def test_missing_inventory_and_missing_group_are_named(tmp_path):
+    with pytest.raises(inventory.InventoryError, match="does not exist"):
+        inventory.load(tmp_path / "nope")
+    (tmp_path / "hosts.yml").write_text("all:\n  children:\n    zookeeper:\n      hosts: {z: {}}\n")
+    with pytest.raises(inventory.InventoryError, match="group 'kafka' has no hosts"):
+        inventory.load(tmp_path)
+
+
+def test_unknown_broker_is_named():
+    with pytest.raises(inventory.InventoryError, match="no broker 9; brokers are broker0 \\(id 0\\)"):
+        inventory.load(LOCAL_INVENTORY).broker(9)
