@@ -84,9 +84,32 @@ def local_inventory() -> inventory_lib.ClusterInventory:
     return inventory_lib.load(LOCAL_INVENTORY)
 
 
+CLUSTER_PORTS = {2181, 9092, 9093, 9094}
+
+
+def foreign_services() -> dict[str, int]:
+    """Services of the local layout started from another checkout (their paths differ)."""
+    mine = str(ROOT / ".state" / "local")
+    out = {}
+    for name, pid in service_pids().items():
+        if name.startswith("kafka-bench-molecule"):
+            continue
+        try:
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
+        except OSError:
+            continue
+        if mine not in cmdline:
+            out[name] = pid
+    return out
+
+
 @pytest.fixture(scope="session")
 def deployed_cluster(runner, local_inventory):
     """The local three-broker cluster, deployed with playbooks/site.yml."""
+    foreign = foreign_services()
+    if foreign:
+        pytest.fail(f"ports {sorted(CLUSTER_PORTS)} are held by a kafka-bench cluster of another checkout "
+                    f"(pids {foreign}); stop it with its own `kafka-bench cluster down --purge`")
     started = time.monotonic()
     result = assert_ok(runner.run("site.yml", LOCAL_INVENTORY))
     print(f"\nsite.yml deployed the local cluster in {time.monotonic() - started:.0f} s "

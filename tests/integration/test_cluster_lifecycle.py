@@ -13,12 +13,10 @@ import subprocess
 import pytest
 
 from benchmarks import cluster, smoke, topics
-from tests.conftest import LOCAL_INVENTORY, ROOT, assert_ok, listening_ports, run_cli, service_pids, wait_for
+from tests.conftest import (CLUSTER_PORTS, LOCAL_INVENTORY, ROOT, assert_ok, listening_ports, run_cli, service_pids,
+                            wait_for)
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
-
-CLUSTER_PORTS = {2181, 9092, 9093, 9094}
-
 
 def test_deploy_gives_a_healthy_three_broker_cluster(deployed_cluster):
     status = cluster.describe(deployed_cluster)

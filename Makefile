@@ -1,0 +1,56 @@
+# kafka-bench: two commands on a fresh machine.
+#   make bench   deploy the local three-broker cluster and run the main job
+#   make test    run the tests (unit, lint, real-cluster, install sources, Molecule)
+# Both create .venv and install what they need on first use.
+
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
+INVENTORY ?= inventories/local
+
+.PHONY: bench test test-unit test-cluster test-roles lint install cluster-up cluster-down cluster-status clean
+
+$(STAMP): pyproject.toml
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	@rm -f $(VENV)/.installed-* && touch $@
+
+install: $(STAMP)
+
+## The main job: deploy the cluster, prove it with a replicated topic, show its status.
+bench: install
+	$(BIN)/kafka-bench cluster up --inventory $(INVENTORY)
+	$(BIN)/kafka-bench cluster smoke --inventory $(INVENTORY) --topic purchases --partitions 3 --replication-factor 3 --messages 10000
+	$(BIN)/kafka-bench cluster status --inventory $(INVENTORY)
+
+test: install
+	$(BIN)/python -m pytest
+
+test-unit: install
+	$(BIN)/python -m pytest tests/unit
+
+test-cluster: install
+	$(BIN)/python -m pytest tests/integration
+
+test-roles: install
+	$(BIN)/python -m pytest tests/roles
+
+lint: install
+	$(BIN)/yamllint -s .
+	$(BIN)/ansible-lint --offline
+
+cluster-up: install
+	$(BIN)/kafka-bench cluster up --inventory $(INVENTORY)
+
+cluster-status: install
+	$(BIN)/kafka-bench cluster status --inventory $(INVENTORY)
+
+cluster-down: install
+	$(BIN)/kafka-bench cluster down --purge --inventory $(INVENTORY)
+
+clean:
+	-test -x $(BIN)/kafka-bench && $(BIN)/kafka-bench cluster down --purge --inventory $(INVENTORY)
+	rm -rf .runner .pytest_cache
