@@ -9,6 +9,8 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
 INVENTORY ?= inventories/local
+# Tools the tests and playbooks start (ansible-playbook, molecule, ...) come from the venv.
+export PATH := $(CURDIR)/$(BIN):$(PATH)
 
 .PHONY: bench test test-unit test-cluster test-roles lint install cluster-up cluster-down cluster-status clean
 
