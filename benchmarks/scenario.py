@@ -1,0 +1,251 @@
+"""Benchmark scenarios: a workload x a client profile x a fault schedule, validated once.
+
+A scenario file is YAML. Unknown keys and bad values are errors that name the file, the
+field's path and the allowed values, raised before anything touches a cluster. A `sweep`
+section expands lists of values into runs (their cross product); points that cannot run
+(min ISR above RF, RF above the number of brokers) are skipped with a stated reason.
+"""
+
+from __future__ import annotations
+
+import copy
+import itertools
+import re
+from pathlib import Path
+from typing import Annotated, Any, Literal, Union
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+NAME = r"^[a-z0-9][a-z0-9._-]*$"
+
+
+class ScenarioError(ValueError):
+    """A scenario file is invalid; the message names file, field and allowed values."""
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ConsumerGroup(Strict):
+    name: Annotated[str, Field(pattern=NAME)]
+    consumers: Annotated[int, Field(ge=1, le=64)] = 1
+    # Kill one member this many seconds into the measured phase (seed 001's consumer failover).
+    kill_one_at_s: Annotated[float, Field(ge=0)] | None = None
+
+
+class Workload(Strict):
+    topic: Annotated[str, Field(pattern=NAME)] | None = None
+    partitions: Annotated[int, Field(ge=1, le=1000)] = 3
+    replication_factor: Annotated[int, Field(ge=1, le=15)] = 3
+    min_insync_replicas: Annotated[int, Field(ge=1, le=15)] = 1
+    unclean_leader_election: bool = False
+    topic_config: dict[str, str] = {}
+    message_size: Annotated[int, Field(ge=16, le=1_000_000)] = 100
+    keys: Annotated[int, Field(ge=0)] = 64  # distinct keys spread over the partitions; 0 sends no key
+    producers: Annotated[int, Field(ge=1, le=64)] = 2  # producer processes
+    rate: Annotated[float, Field(gt=0)] | None = 1000.0  # messages/s over all producers; null = unthrottled
+    warmup_s: Annotated[float, Field(ge=0)] = 2.0
+    duration_s: Annotated[float, Field(gt=0)] = 20.0
+    consumer_groups: list[ConsumerGroup] = []
+
+    @field_validator("topic_config")
+    @classmethod
+    def _no_duplicated_settings(cls, value: dict[str, str]) -> dict[str, str]:
+        owned = {"min.insync.replicas": "min_insync_replicas", "unclean.leader.election.enable": "unclean_leader_election"}
+        for key, field in owned.items():
+            if key in value:
+                raise ValueError(f"set {key} with workload.{field}, not in topic_config")
+        return value
+
+    @model_validator(mode="after")
+    def _unique_groups(self) -> "Workload":
+        names = [g.name for g in self.consumer_groups]
+        if len(names) != len(set(names)):
+            raise ValueError(f"consumer group names must be unique, got {names}")
+        return self
+
+
+class ClientProfile(Strict):
+    name: Annotated[str, Field(pattern=NAME)] = "default"
+    # Raw librdkafka properties. Everything that matters is recorded as resolved by the client.
+    producer: dict[str, Union[str, int, float, bool]] = {}
+    consumer: dict[str, Union[str, int, float, bool]] = {}
+
+    @field_validator("producer")
+    @classmethod
+    def _acks(cls, value: dict[str, Any]) -> dict[str, Any]:
+        for key in ("acks", "request.required.acks"):
+            if key in value and str(value[key]) not in ("0", "1", "all", "-1"):
+                raise ValueError(f"{key} must be one of 0, 1, all, -1 (got {value[key]!r})")
+        if "bootstrap.servers" in value:
+            raise ValueError("bootstrap.servers comes from the inventory; remove it from the client profile")
+        return value
+
+    @property
+    def acks(self) -> str:
+        acks = str(self.producer.get("acks", self.producer.get("request.required.acks", "all")))
+        return "all" if acks == "-1" else acks
+
+
+class FaultTarget(Strict):
+    """Exactly one of: a broker id, the leader of a partition, the controller, or random."""
+
+    broker: Annotated[int, Field(ge=0)] | None = None
+    leader_of: Annotated[int, Field(ge=0)] | None = None  # partition of the workload's topic
+    controller: bool = False
+    random: bool = False
+    seed: int | None = None  # for random; recorded in the run either way
+
+    @model_validator(mode="after")
+    def _exactly_one(self) -> "FaultTarget":
+        chosen = [self.broker is not None, self.leader_of is not None, self.controller, self.random]
+        if sum(chosen) != 1:
+            raise ValueError("set exactly one of broker, leader_of, controller: true, random: true")
+        return self
+
+
+class Fault(Strict):
+    kind: Literal["broker-kill", "broker-stop", "broker-pause", "broker-restart", "zookeeper-stop"]
+    at_s: Annotated[float, Field(ge=0)]  # seconds into the measured phase
+    heal_at_s: Annotated[float, Field(ge=0)] | None = None  # None: healed at the end of the run
+    target: FaultTarget = FaultTarget(random=True)
+
+    @model_validator(mode="after")
+    def _heal_after_inject(self) -> "Fault":
+        if self.heal_at_s is not None and self.heal_at_s <= self.at_s:
+            raise ValueError(f"heal_at_s ({self.heal_at_s}) must come after at_s ({self.at_s})")
+        if self.kind == "zookeeper-stop" and self.target != FaultTarget(random=True):
+            raise ValueError("zookeeper-stop takes no target: it stops every ZooKeeper server")
+        return self
+
+
+class Scenario(Strict):
+    name: Annotated[str, Field(pattern=NAME)]
+    description: str = ""
+    workload: Workload = Workload()
+    client: ClientProfile = ClientProfile()
+    faults: list[Fault] = []
+
+    @model_validator(mode="after")
+    def _coherent(self) -> "Scenario":
+        w = self.workload
+        if w.min_insync_replicas > w.replication_factor:
+            raise ValueError(f"workload.min_insync_replicas ({w.min_insync_replicas}) must not exceed "
+                             f"workload.replication_factor ({w.replication_factor})")
+        for index, fault in enumerate(self.faults):
+            if fault.at_s >= w.duration_s:
+                raise ValueError(f"faults[{index}].at_s ({fault.at_s}) must fall inside workload.duration_s ({w.duration_s})")
+            if fault.target.leader_of is not None and fault.target.leader_of >= w.partitions:
+                raise ValueError(f"faults[{index}].target.leader_of ({fault.target.leader_of}) is not a partition "
+                                 f"of a {w.partitions}-partition topic")
+        return self
+
+    @property
+    def topic(self) -> str:
+        return self.workload.topic or f"kb-{self.name}"
+
+
+class Run(BaseModel):
+    """One point of a sweep: the resolved scenario, or the reason it is skipped."""
+
+    model_config = ConfigDict(frozen=True)
+    index: int
+    point: dict[str, Any]
+    scenario: Scenario | None
+    skipped: str | None = None
+
+
+class ScenarioFile(Strict):
+    """The top level of a scenario file: a scenario plus an optional sweep."""
+
+    scenario: dict[str, Any]
+    sweep: dict[str, list[Any]] = {}
+
+    @field_validator("sweep")
+    @classmethod
+    def _sweep_paths(cls, value: dict[str, list[Any]]) -> dict[str, list[Any]]:
+        for path, values in value.items():
+            if not re.fullmatch(r"(workload|client\.producer|client\.consumer|client|faults)(\.[A-Za-z0-9_.]+)?", path):
+                raise ValueError(f"sweep key {path!r} must start with workload., client.producer., "
+                                 f"client.consumer. or be faults")
+            if not values:
+                raise ValueError(f"sweep.{path} needs at least one value")
+        return value
+
+
+def _format(exc: ValidationError, source: str, prefix: str = "") -> str:
+    lines = []
+    for error in exc.errors():
+        loc = ".".join(str(p) for p in error["loc"] if not str(p).startswith("function-after"))
+        loc = re.sub(r"\.(\d+)(?=\.|$)", r"[\1]", loc)
+        field = f"{prefix}{loc}" if loc else prefix.rstrip(".") or "(top level)"
+        message = error["msg"]
+        if error["type"] == "extra_forbidden":
+            message = "unknown key"
+        elif error["type"] == "literal_error":
+            message = f"must be one of {error['ctx']['expected']} (got {error['input']!r})"
+        lines.append(f"{source}: {field}: {message}")
+    return "\n".join(lines)
+
+
+def _set_path(doc: dict[str, Any], path: str, value: Any) -> None:
+    head, _, rest = path.partition(".")
+    if head == "client" and rest:
+        section, _, key = rest.partition(".")
+        doc.setdefault("client", {}).setdefault(section, {})[key] = value  # librdkafka keys contain dots
+    elif rest:
+        _set_path(doc.setdefault(head, {}), rest, value)
+    else:
+        doc[head] = value
+
+
+def parse(doc: Any, source: str = "<scenario>", brokers: int | None = None) -> list[Run]:
+    """Validate a scenario document and expand its sweep into runs."""
+    if not isinstance(doc, dict):
+        raise ScenarioError(f"{source}: a scenario file must be a mapping with a 'scenario' key")
+    try:
+        top = ScenarioFile.model_validate(doc)
+    except ValidationError as exc:
+        raise ScenarioError(_format(exc, source)) from None
+    paths = list(top.sweep)
+    runs: list[Run] = []
+    errors: list[str] = []
+    for index, values in enumerate(itertools.product(*(top.sweep[p] for p in paths))):
+        point = dict(zip(paths, values))
+        raw = copy.deepcopy(top.scenario)
+        for path, value in point.items():
+            _set_path(raw, path, value)
+        if point:
+            raw["name"] = f"{raw.get('name', 'scenario')}-{index:03d}"
+        workload = raw.get("workload", {}) if isinstance(raw.get("workload"), dict) else {}
+        rf = workload.get("replication_factor", Workload().replication_factor)
+        min_isr = workload.get("min_insync_replicas", Workload().min_insync_replicas)
+        if isinstance(rf, int) and isinstance(min_isr, int) and min_isr > rf:
+            runs.append(Run(index=index, point=point, scenario=None,
+                            skipped=f"min.insync.replicas {min_isr} > replication factor {rf}: every acks=all write would fail"))
+            continue
+        if brokers is not None and isinstance(rf, int) and rf > brokers:
+            runs.append(Run(index=index, point=point, scenario=None,
+                            skipped=f"replication factor {rf} > {brokers} brokers in the inventory"))
+            continue
+        try:
+            runs.append(Run(index=index, point=point, scenario=Scenario.model_validate(raw)))
+        except ValidationError as exc:
+            where = f" (sweep point {point})" if point else ""
+            errors.append(_format(exc, source + where, "scenario."))
+    if errors:
+        raise ScenarioError("\n".join(dict.fromkeys(errors)))
+    return runs
+
+
+def load(path: Path | str, brokers: int | None = None) -> list[Run]:
+    path = Path(path)
+    try:
+        doc = yaml.safe_load(path.read_text())
+    except OSError as exc:
+        raise ScenarioError(f"{path}: cannot read: {exc.strerror}") from None
+    except yaml.YAMLError as exc:
+        raise ScenarioError(f"{path}: not valid YAML: {exc}") from None
+    return parse(doc, str(path), brokers)

@@ -1,0 +1,167 @@
+"""Every scenario-validation rule, and sweep expansion."""
+
+from __future__ import annotations
+
+import pytest
+
+from benchmarks import scenario as sc
+
+
+def parse(scenario=None, sweep=None, brokers=None):
+    doc = {"scenario": {"name": "demo", **(scenario or {})}}
+    if sweep is not None:
+        doc["sweep"] = sweep
+    return sc.parse(doc, "demo.yml", brokers=brokers)
+
+
+def error_of(**kwargs) -> str:
+    with pytest.raises(sc.ScenarioError) as info:
+        parse(**kwargs)
+    return str(info.value)
+
+
+def test_defaults_make_a_valid_scenario():
+    [run] = parse()
+    s = run.scenario
+    assert (s.workload.partitions, s.workload.replication_factor, s.workload.min_insync_replicas) == (3, 3, 1)
+    assert s.topic == "kb-demo" and s.client.acks == "all" and s.faults == []
+
+
+@pytest.mark.parametrize("scenario, expected", [
+    ({"workload": {"replication_factr": 2}}, "demo.yml: scenario.workload.replication_factr: unknown key"),
+    ({"clients": {}}, "demo.yml: scenario.clients: unknown key"),
+    ({"faults": [{"kind": "broker-kill", "at_s": 1, "target": {"brokr": 1}}]}, "scenario.faults[0].target.brokr: unknown key"),
+    ({"workload": {"consumer_groups": [{"name": "g", "size": 2}]}}, "scenario.workload.consumer_groups[0].size: unknown key"),
+])
+def test_unknown_keys_are_named_with_their_path(scenario, expected):
+    assert expected in error_of(scenario=scenario)
+
+
+def test_unknown_top_level_key():
+    with pytest.raises(sc.ScenarioError, match=r"demo.yml: runs: unknown key"):
+        sc.parse({"scenario": {"name": "x"}, "runs": []}, "demo.yml")
+
+
+@pytest.mark.parametrize("scenario, expected", [
+    ({"name": "Bad Name"}, "scenario.name: String should match pattern"),
+    ({"workload": {"partitions": 0}}, "scenario.workload.partitions: Input should be greater than or equal to 1"),
+    ({"workload": {"replication_factor": 16}}, "scenario.workload.replication_factor: Input should be less than or equal to 15"),
+    ({"workload": {"min_insync_replicas": 0}}, "scenario.workload.min_insync_replicas: Input should be greater than or equal to 1"),
+    ({"workload": {"message_size": 8}}, "scenario.workload.message_size: Input should be greater than or equal to 16"),
+    ({"workload": {"rate": 0}}, "scenario.workload.rate: Input should be greater than 0"),
+    ({"workload": {"duration_s": 0}}, "scenario.workload.duration_s: Input should be greater than 0"),
+    ({"workload": {"warmup_s": -1}}, "scenario.workload.warmup_s: Input should be greater than or equal to 0"),
+    ({"workload": {"producers": 65}}, "scenario.workload.producers: Input should be less than or equal to 64"),
+    ({"workload": {"keys": -1}}, "scenario.workload.keys: Input should be greater than or equal to 0"),
+    ({"workload": {"topic": "Purchases!"}}, "scenario.workload.topic: String should match pattern"),
+    ({"workload": {"consumer_groups": [{"name": "g", "consumers": 0}]}},
+     "scenario.workload.consumer_groups[0].consumers: Input should be greater than or equal to 1"),
+])
+def test_value_ranges(scenario, expected):
+    assert expected in error_of(scenario=scenario)
+
+
+def test_settings_owned_by_the_workload_are_refused_in_topic_config():
+    msg = error_of(scenario={"workload": {"topic_config": {"min.insync.replicas": "2"}}})
+    assert "set min.insync.replicas with workload.min_insync_replicas" in msg
+    msg = error_of(scenario={"workload": {"topic_config": {"unclean.leader.election.enable": "true"}}})
+    assert "workload.unclean_leader_election" in msg
+
+
+def test_consumer_group_names_are_unique():
+    msg = error_of(scenario={"workload": {"consumer_groups": [{"name": "g"}, {"name": "g"}]}})
+    assert "consumer group names must be unique" in msg
+
+
+def test_acks_values():
+    assert "acks must be one of 0, 1, all, -1 (got 'most')" in error_of(scenario={"client": {"producer": {"acks": "most"}}})
+    [run] = parse(scenario={"client": {"producer": {"acks": -1}}})
+    assert run.scenario.client.acks == "all"
+
+
+def test_bootstrap_servers_come_from_the_inventory():
+    msg = error_of(scenario={"client": {"producer": {"bootstrap.servers": "x:9092"}}})
+    assert "bootstrap.servers comes from the inventory" in msg
+
+
+def test_fault_kind_lists_the_allowed_values():
+    msg = error_of(scenario={"faults": [{"kind": "broker-kil", "at_s": 1}]})
+    assert "scenario.faults[0].kind: must be one of 'broker-kill', 'broker-stop', 'broker-pause', " \
+           "'broker-restart' or 'zookeeper-stop' (got 'broker-kil')" in msg
+
+
+@pytest.mark.parametrize("target", [{}, {"broker": 1, "controller": True}, {"random": False}])
+def test_fault_target_needs_exactly_one_choice(target):
+    msg = error_of(scenario={"faults": [{"kind": "broker-kill", "at_s": 1, "target": target}]})
+    assert "set exactly one of broker, leader_of, controller: true, random: true" in msg
+
+
+def test_heal_comes_after_inject():
+    msg = error_of(scenario={"faults": [{"kind": "broker-stop", "at_s": 5, "heal_at_s": 5}]})
+    assert "heal_at_s (5.0) must come after at_s (5.0)" in msg
+
+
+def test_zookeeper_stop_takes_no_target():
+    msg = error_of(scenario={"faults": [{"kind": "zookeeper-stop", "at_s": 1, "target": {"broker": 0}}]})
+    assert "zookeeper-stop takes no target" in msg
+
+
+def test_fault_falls_inside_the_measured_phase():
+    msg = error_of(scenario={"workload": {"duration_s": 10}, "faults": [{"kind": "broker-kill", "at_s": 10}]})
+    assert "faults[0].at_s (10.0) must fall inside workload.duration_s (10.0)" in msg
+
+
+def test_leader_of_names_a_partition_of_the_topic():
+    msg = error_of(scenario={"faults": [{"kind": "broker-kill", "at_s": 1, "target": {"leader_of": 3}}]})
+    assert "faults[0].target.leader_of (3) is not a partition of a 3-partition topic" in msg
+
+
+def test_min_isr_above_rf_is_skipped_with_its_reason():
+    [run] = parse(scenario={"workload": {"replication_factor": 1, "min_insync_replicas": 2}})
+    assert run.scenario is None and "min.insync.replicas 2 > replication factor 1" in run.skipped
+
+
+def test_sweep_expands_the_cross_product_and_skips_impossible_points():
+    runs = parse(sweep={"client.producer.acks": ["0", "1", "all"], "workload.replication_factor": [1, 2, 3, 4],
+                        "workload.min_insync_replicas": [1, 2]}, brokers=3)
+    assert len(runs) == 3 * 4 * 2
+    skipped = {r.index: r.skipped for r in runs if r.skipped}
+    assert sum("min.insync.replicas 2 > replication factor 1" in s for s in skipped.values()) == 3
+    assert sum("replication factor 4 > 3 brokers" in s for s in skipped.values()) == 6
+    ok = [r for r in runs if r.scenario]
+    assert len(ok) == 24 - 9
+    first = ok[0]
+    assert first.point == {"client.producer.acks": "0", "workload.replication_factor": 1, "workload.min_insync_replicas": 1}
+    assert first.scenario.client.producer == {"acks": "0"} and first.scenario.name == "demo-000"
+    assert len({r.scenario.name for r in ok}) == len(ok)
+
+
+def test_sweep_over_dotted_librdkafka_keys_and_faults():
+    kill = {"kind": "broker-kill", "at_s": 5, "target": {"leader_of": 0}}
+    runs = parse(sweep={"client.producer.linger.ms": [0, 20], "faults": [[], [kill]]})
+    assert [(r.scenario.client.producer["linger.ms"], len(r.scenario.faults)) for r in runs] == [(0, 0), (0, 1), (20, 0), (20, 1)]
+
+
+@pytest.mark.parametrize("sweep, expected", [
+    ({"workloads.partitions": [1]}, "sweep key 'workloads.partitions' must start with workload."),
+    ({"workload.partitions": []}, "sweep.workload.partitions needs at least one value"),
+])
+def test_sweep_keys_are_checked(sweep, expected):
+    assert expected in error_of(sweep=sweep)
+
+
+def test_a_bad_sweep_value_names_the_point():
+    msg = error_of(sweep={"workload.partitions": [3, 0]})
+    assert "sweep point {'workload.partitions': 0}" in msg and "greater than or equal to 1" in msg
+
+
+def test_files_that_are_not_scenarios(tmp_path):
+    with pytest.raises(sc.ScenarioError, match="cannot read"):
+        sc.load(tmp_path / "missing.yml")
+    bad = tmp_path / "bad.yml"
+    bad.write_text("scenario: [unclosed\n")
+    with pytest.raises(sc.ScenarioError, match="bad.yml: not valid YAML"):
+        sc.load(bad)
+    bad.write_text("- a list\n")
+    with pytest.raises(sc.ScenarioError, match="must be a mapping"):
+        sc.load(bad)
