@@ -8,6 +8,7 @@ import click
 
 from benchmarks import __version__
 from benchmarks.commands import cluster as cluster_commands
+from benchmarks.commands import heal as heal_commands
 from benchmarks.exit_codes import ExitCode
 
 
@@ -18,6 +19,7 @@ def cli() -> None:
 
 
 cli.add_command(cluster_commands.cluster)
+cli.add_command(heal_commands.heal)
 
 
 def main() -> None:

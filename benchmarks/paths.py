@@ -11,6 +11,10 @@ INVENTORIES = PROJECT_ROOT / "inventories"
 DEFAULT_INVENTORY = INVENTORIES / "local"
 ANSIBLE_CFG = PROJECT_ROOT / "ansible.cfg"
 RUNNER_DIR = PROJECT_ROOT / ".runner"
+STATE_DIR = PROJECT_ROOT / ".state"
+# Written before every fault injection, so `kafka-bench heal` can revert faults of a runner
+# that was itself killed.
+FAULT_JOURNAL = STATE_DIR / "fault-journal.jsonl"
 
 
 def playbook(name: str | Path) -> Path:

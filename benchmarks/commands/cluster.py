@@ -39,11 +39,11 @@ extra_vars_option = click.option(
     help="Variable for the playbook (value read as YAML), e.g. -e kafka_heap_size=1g.")
 
 
-def _runner(ctx: click.Context) -> PlaybookRunner:
+def playbook_runner(ctx: click.Context) -> PlaybookRunner:
     return (ctx.obj or {}).get("runner") or AnsibleRunner()
 
 
-def _load_inventory(path: Path) -> inventory_lib.ClusterInventory:
+def load_inventory_or_exit(path: Path) -> inventory_lib.ClusterInventory:
     try:
         return inventory_lib.load(path)
     except inventory_lib.InventoryError as exc:
@@ -56,7 +56,7 @@ def run_playbook(ctx: click.Context, title: str, playbook: str, inventory_path: 
                  check: bool = False) -> PlaybookResult:
     """Run a playbook with progress; exit with the right code when it fails."""
     with PlaybookProgress(title) as progress:
-        result = _runner(ctx).run(playbook, inventory_path, extravars=extravars, limit=limit, check=check,
+        result = playbook_runner(ctx).run(playbook, inventory_path, extravars=extravars, limit=limit, check=check,
                                   progress=progress)
     recap = ", ".join(f"{key}={result.count(key)}" for key in ("ok", "changed", "failures", "dark"))
     console.print(f"{playbook}: {result.status} in {result.elapsed_s:.0f} s ({recap})")
@@ -89,7 +89,7 @@ def cluster() -> None:
 @click.pass_context
 def up(ctx: click.Context, inventory_path: Path, extra_vars: tuple[str, ...], check: bool) -> None:
     """Deploy and start the cluster (playbooks/site.yml), then show its status."""
-    inv = _load_inventory(inventory_path)
+    inv = load_inventory_or_exit(inventory_path)
     run_playbook(ctx, f"Deploying {len(inv.brokers)} brokers and {len(inv.zookeepers)} ZooKeeper server(s) "
                       f"from {inventory_path}", "site.yml", inventory_path, _extra_vars(extra_vars), check=check)
     if check:
@@ -107,7 +107,7 @@ def up(ctx: click.Context, inventory_path: Path, extra_vars: tuple[str, ...], ch
 @click.pass_context
 def down(ctx: click.Context, inventory_path: Path, purge: bool, limit: str | None) -> None:
     """Stop the brokers, then ZooKeeper (playbooks/stop.yml); with --purge, tear everything down."""
-    _load_inventory(inventory_path)
+    load_inventory_or_exit(inventory_path)
     if purge:
         run_playbook(ctx, "Tearing the cluster down", "teardown.yml", inventory_path, limit=limit)
     else:
@@ -120,7 +120,7 @@ def down(ctx: click.Context, inventory_path: Path, purge: bool, limit: str | Non
 @click.pass_context
 def start(ctx: click.Context, inventory_path: Path, limit: str | None) -> None:
     """Start (or resume) stopped, killed or paused services (playbooks/start.yml)."""
-    _load_inventory(inventory_path)
+    load_inventory_or_exit(inventory_path)
     run_playbook(ctx, "Starting the cluster", "start.yml", inventory_path, limit=limit)
 
 
@@ -133,7 +133,7 @@ def status(inventory_path: Path, as_json: bool, internal: bool) -> None:
 
     Exits 0 when healthy, 5 when a broker or ZooKeeper is down or a partition is
     under-replicated or offline, 6 when no broker answers."""
-    inv = _load_inventory(inventory_path)
+    inv = load_inventory_or_exit(inventory_path)
     try:
         status_ = cluster_lib.describe(inv, include_internal=internal)
     except cluster_lib.ClusterUnreachable as exc:
@@ -158,7 +158,7 @@ def status(inventory_path: Path, as_json: bool, internal: bool) -> None:
 @click.option("--messages", default=1000, show_default=True, type=click.IntRange(1))
 def smoke(inventory_path: Path, topic: str, partitions: int, replication_factor: int, messages: int) -> None:
     """Create a replicated topic, produce with acks=all, read everything back."""
-    inv = _load_inventory(inventory_path)
+    inv = load_inventory_or_exit(inventory_path)
     if replication_factor > len(inv.brokers):
         raise click.BadParameter(f"{replication_factor} > {len(inv.brokers)} brokers in {inventory_path}",
                                  param_hint="--replication-factor")

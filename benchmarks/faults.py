@@ -1,0 +1,188 @@
+"""Faults: declarative, reversible, idempotent, journaled.
+
+Every fault is applied by a playbook under playbooks/faults/ with an inject and a revert
+phase. Before each injection an "intent" line goes to the journal; "injected" and "healed"
+lines follow. `heal` reverts every fault whose last line is not "healed", whoever injected
+it, so a runner killed mid-fault leaves nothing broken for long; healing twice changes
+nothing.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import random
+import time
+import uuid
+from pathlib import Path
+from typing import Any, Callable, Iterable, Protocol
+
+from benchmarks import paths
+from benchmarks.ansible import PlaybookResult, PlaybookRunner, summarize_failures
+from benchmarks.cluster import ClusterStatus
+from benchmarks.inventory import ClusterInventory
+from benchmarks.scenario import FaultTarget
+
+PLAYBOOKS = {
+    "broker-kill": "faults/broker-kill.yml",
+    "broker-stop": "faults/broker-stop.yml",
+    "broker-pause": "faults/broker-pause.yml",
+    "broker-restart": "faults/broker-restart.yml",
+    "zookeeper-stop": "faults/zookeeper-stop.yml",
+}
+
+
+class FaultError(RuntimeError):
+    pass
+
+
+@dataclasses.dataclass(frozen=True)
+class FaultRecord:
+    fault_id: str
+    kind: str
+    hosts: tuple[str, ...]  # inventory hosts the playbook is limited to
+    broker_id: int | None
+    inventory: str
+    reason: str  # how the target was chosen ("broker 1", "leader of partition 0: broker 2", ...)
+
+
+class FaultInjector(Protocol):
+    def inject(self, record: FaultRecord) -> float: ...
+    def revert(self, record: FaultRecord) -> float: ...
+
+
+def resolve_target(kind: str, target: FaultTarget, inventory: ClusterInventory, status: ClusterStatus | None,
+                   topic: str, rng: random.Random) -> tuple[tuple[str, ...], int | None, str]:
+    """The inventory hosts a fault applies to, the broker id, and why it was chosen."""
+    if kind == "zookeeper-stop":
+        return tuple(z.name for z in inventory.zookeepers), None, "every ZooKeeper server"
+    if target.broker is not None:
+        broker, reason = inventory.broker(target.broker), f"broker {target.broker}"
+    elif target.controller:
+        if status is None or status.controller_id is None:
+            raise FaultError("the cluster reports no controller to target")
+        broker, reason = inventory.broker(status.controller_id), f"controller: broker {status.controller_id}"
+    elif target.leader_of is not None:
+        parts = {p.partition: p for p in (status.topic(topic) if status else [])}
+        leader = parts.get(target.leader_of).leader if target.leader_of in parts else None
+        if leader is None:
+            raise FaultError(f"partition {topic}-{target.leader_of} has no leader to target")
+        broker, reason = inventory.broker(leader), f"leader of {topic}-{target.leader_of}: broker {leader}"
+    else:
+        alive = [b for b in inventory.brokers if status is None or
+                 any(s.broker_id == b.broker_id and s.alive for s in status.brokers)]
+        if not alive:
+            raise FaultError("no live broker to target")
+        broker = rng.choice(alive)
+        reason = f"random: broker {broker.broker_id}"
+    return (broker.name,), broker.broker_id, reason
+
+
+class Journal:
+    """Append-only JSON lines; one line per phase of each fault."""
+
+    def __init__(self, path: Path = paths.FAULT_JOURNAL, clock: Callable[[], float] = time.time) -> None:
+        self.path = Path(path)
+        self.clock = clock
+
+    def write(self, record: FaultRecord, phase: str, **extra: Any) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        line = {"fault_id": record.fault_id, "phase": phase, "t": self.clock(), **dataclasses.asdict(record), **extra}
+        with open(self.path, "a+", encoding="utf-8") as handle:
+            handle.seek(0, os.SEEK_END)
+            torn = False
+            if handle.tell() > 0:  # a crash mid-write leaves a line without its newline: never extend it
+                handle.seek(handle.tell() - 1)
+                torn = handle.read(1) != "\n"
+            handle.write(("\n" if torn else "") + json.dumps(line) + "\n")
+            handle.flush()
+            os.fsync(handle.fileno())
+
+    def entries(self) -> list[dict[str, Any]]:
+        if not self.path.exists():
+            return []
+        out = []
+        for line in self.path.read_text(encoding="utf-8").splitlines():
+            try:
+                out.append(json.loads(line))
+            except json.JSONDecodeError:
+                continue  # a line torn by a crash mid-write; its fault has an earlier intent line
+        return out
+
+    def outstanding(self, inventory: str | None = None) -> list[FaultRecord]:
+        """Faults whose last journal line is not 'healed' (intent included: it may have happened)."""
+        last: dict[str, dict[str, Any]] = {}
+        for entry in self.entries():
+            last[entry["fault_id"]] = entry
+        fields = {f.name for f in dataclasses.fields(FaultRecord)}
+        records = []
+        for entry in last.values():
+            if entry["phase"] == "healed" or (inventory and entry["inventory"] != inventory):
+                continue
+            data = {k: entry[k] for k in fields}
+            data["hosts"] = tuple(data["hosts"])
+            records.append(FaultRecord(**data))
+        return records
+
+
+class AnsibleFaultInjector:
+    """Applies faults with the playbooks under playbooks/faults/, journaling every phase."""
+
+    def __init__(self, runner: PlaybookRunner, inventory_path: Path, journal: Journal | None = None,
+                 clock: Callable[[], float] = time.time) -> None:
+        self.runner = runner
+        self.inventory_path = Path(inventory_path)
+        self.journal = journal or Journal()
+        self.clock = clock
+
+    def new_record(self, kind: str, hosts: Iterable[str], broker_id: int | None, reason: str) -> FaultRecord:
+        if kind not in PLAYBOOKS:
+            raise FaultError(f"unknown fault {kind!r}; known: {', '.join(PLAYBOOKS)}")
+        return FaultRecord(uuid.uuid4().hex[:12], kind, tuple(hosts), broker_id,
+                           str(self.inventory_path.resolve()), reason)
+
+    def _apply(self, record: FaultRecord, phase: str) -> PlaybookResult:
+        return self.runner.run(PLAYBOOKS[record.kind], self.inventory_path, extravars={"fault_phase": phase},
+                               limit=",".join(record.hosts))
+
+    def inject(self, record: FaultRecord) -> float:
+        """Inject; returns the time the playbook finished. The intent is journaled first."""
+        self.journal.write(record, "intent")
+        result = self._apply(record, "inject")
+        if not result.ok:
+            raise FaultError(f"injecting {record.kind} on {','.join(record.hosts)} failed:\n"
+                             f"{summarize_failures(result.failures)}")
+        now = self.clock()
+        self.journal.write(record, "injected")
+        return now
+
+    def revert(self, record: FaultRecord) -> float:
+        result = self._apply(record, "revert")
+        if not result.ok:
+            raise FaultError(f"reverting {record.kind} on {','.join(record.hosts)} failed:\n"
+                             f"{summarize_failures(result.failures)}")
+        now = self.clock()
+        self.journal.write(record, "healed")
+        return now
+
+
+@dataclasses.dataclass
+class HealReport:
+    reverted: list[FaultRecord]
+    start: PlaybookResult | None
+
+
+def heal(runner: PlaybookRunner, inventory_path: Path, journal: Journal | None = None,
+         ensure_started: bool = True) -> HealReport:
+    """Revert every outstanding fault of this inventory, then start whatever is still down."""
+    injector = AnsibleFaultInjector(runner, inventory_path, journal)
+    outstanding = injector.journal.outstanding(str(Path(inventory_path).resolve()))
+    # ZooKeeper first: brokers cannot register without it.
+    outstanding.sort(key=lambda r: r.kind != "zookeeper-stop")
+    for record in outstanding:
+        injector.revert(record)
+    start = runner.run("start.yml", inventory_path) if ensure_started else None
+    if start is not None and not start.ok:
+        raise FaultError(f"start.yml failed while healing:\n{summarize_failures(start.failures)}")
+    return HealReport(outstanding, start)

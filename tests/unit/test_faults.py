@@ -1,0 +1,100 @@
+"""Fault targeting, the journal, injection and healing, over a recording fake runner."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from benchmarks import faults, inventory
+from benchmarks.ansible import PlaybookResult
+from benchmarks.cluster import BrokerState, ClusterStatus, PartitionState
+from benchmarks.scenario import FaultTarget
+from tests.conftest import LOCAL_INVENTORY
+
+INV = inventory.load(LOCAL_INVENTORY)
+
+
+def status(alive=(0, 1, 2), controller=1, leaders=(2, 0, 1)):
+    return ClusterStatus("c", controller, tuple(BrokerState(b.broker_id, b.host, b.port, b.name, b.broker_id in alive)
+                                                for b in INV.brokers),
+                         tuple(PartitionState("t", p, leader, (0, 1, 2), (0, 1, 2)) for p, leader in enumerate(leaders)), ())
+
+
+class FakeRunner:
+    def __init__(self, fail_on=()):
+        self.calls, self.fail_on = [], set(fail_on)
+
+    def run(self, playbook, inventory, extravars=None, limit=None, check=False, progress=None):
+        self.calls.append((playbook, (extravars or {}).get("fault_phase"), limit))
+        rc = 2 if playbook in self.fail_on else 0
+        return PlaybookResult(playbook, rc, "failed" if rc else "successful", {"changed": {}}, [], 0.1)
+
+
+@pytest.mark.parametrize("target, hosts, broker, reason", [
+    (FaultTarget(broker=2), ("broker2",), 2, "broker 2"),
+    (FaultTarget(controller=True), ("broker1",), 1, "controller: broker 1"),
+    (FaultTarget(leader_of=1), ("broker0",), 0, "leader of t-1: broker 0"),
+])
+def test_targets_resolve_to_inventory_hosts(target, hosts, broker, reason):
+    assert faults.resolve_target("broker-kill", target, INV, status(), "t", random.Random(1)) == (hosts, broker, reason)
+
+
+def test_random_target_is_seeded_and_only_picks_live_brokers():
+    picks = {faults.resolve_target("broker-kill", FaultTarget(random=True), INV, status(alive=(0, 2)), "t",
+                                   random.Random(seed))[1] for seed in range(20)}
+    assert picks == {0, 2}
+    one = faults.resolve_target("broker-kill", FaultTarget(random=True), INV, status(), "t", random.Random(7))
+    assert one == faults.resolve_target("broker-kill", FaultTarget(random=True), INV, status(), "t", random.Random(7))
+
+
+def test_zookeeper_stop_targets_every_server_and_leaderless_partitions_are_refused():
+    assert faults.resolve_target("zookeeper-stop", FaultTarget(random=True), INV, None, "t", random.Random())[0] == ("zk0",)
+    with pytest.raises(faults.FaultError, match="t-0 has no leader"):
+        faults.resolve_target("broker-kill", FaultTarget(leader_of=0), INV, status(leaders=(None, 0, 1)), "t", random.Random())
+
+
+def test_injection_journals_intent_before_the_playbook_and_revert_heals(tmp_path):
+    journal = faults.Journal(tmp_path / "journal.jsonl")
+    runner = FakeRunner()
+    injector = faults.AnsibleFaultInjector(runner, LOCAL_INVENTORY, journal)
+    record = injector.new_record("broker-pause", ["broker1"], 1, "broker 1")
+    injector.inject(record)
+    assert [e["phase"] for e in journal.entries()] == ["intent", "injected"]
+    assert journal.outstanding() == [record]
+    injector.revert(record)
+    assert runner.calls == [("faults/broker-pause.yml", "inject", "broker1"), ("faults/broker-pause.yml", "revert", "broker1")]
+    assert journal.outstanding() == []
+
+
+def test_a_failed_injection_stays_outstanding(tmp_path):
+    journal = faults.Journal(tmp_path / "journal.jsonl")
+    injector = faults.AnsibleFaultInjector(FakeRunner(fail_on={"faults/broker-kill.yml"}), LOCAL_INVENTORY, journal)
+    record = injector.new_record("broker-kill", ["broker0"], 0, "broker 0")
+    with pytest.raises(faults.FaultError, match="injecting broker-kill on broker0 failed"):
+        injector.inject(record)
+    assert journal.outstanding() == [record], "the intent may have taken effect: heal must revert it"
+
+
+def test_heal_reverts_zookeeper_first_then_starts_everything_and_is_idempotent(tmp_path):
+    journal = faults.Journal(tmp_path / "journal.jsonl")
+    injector = faults.AnsibleFaultInjector(FakeRunner(), LOCAL_INVENTORY, journal)
+    kill = injector.new_record("broker-kill", ["broker2"], 2, "broker 2")
+    zk = injector.new_record("zookeeper-stop", ["zk0"], None, "every ZooKeeper server")
+    injector.inject(kill)
+    journal.write(zk, "intent")  # the runner died right after writing its intent
+    with (tmp_path / "journal.jsonl").open("a") as handle:
+        handle.write('{"fault_id": "torn')  # and a line torn by the crash
+    runner = FakeRunner()
+    report = faults.heal(runner, LOCAL_INVENTORY, journal)
+    assert [r.kind for r in report.reverted] == ["zookeeper-stop", "broker-kill"]
+    assert runner.calls == [("faults/zookeeper-stop.yml", "revert", "zk0"), ("faults/broker-kill.yml", "revert", "broker2"),
+                            ("start.yml", None, None)]
+    again = FakeRunner()
+    assert faults.heal(again, LOCAL_INVENTORY, journal).reverted == []
+    assert again.calls == [("start.yml", None, None)]
+
+
+def test_unknown_fault_kind_is_refused():
+    with pytest.raises(faults.FaultError, match="unknown fault 'broker-melt'"):
+        faults.AnsibleFaultInjector(FakeRunner(), LOCAL_INVENTORY).new_record("broker-melt", ["broker0"], 0, "")
