@@ -36,6 +36,7 @@ class PlaybookResult:
     failures: list[TaskFailure]
     elapsed_s: float
     artifact_dir: str = ""
+    outputs: list[str] = dataclasses.field(default_factory=list)  # stdout of tasks that changed something
 
     @property
     def ok(self) -> bool:
@@ -109,6 +110,7 @@ class AnsibleRunner:
 
         private_data_dir = self._private_data_dir(playbook)
         failures: list[TaskFailure] = []
+        outputs: list[str] = []
         state = {"play": "", "task": ""}
 
         def on_event(event: Mapping[str, Any]) -> bool:
@@ -124,6 +126,8 @@ class AnsibleRunner:
                 if name in ("runner_on_failed", "runner_on_unreachable") and not data.get("ignore_errors"):
                     failures.append(TaskFailure(host, data.get("task", state["task"]), _failure_message(res),
                                                 unreachable=name == "runner_on_unreachable", play=state["play"]))
+                if name == "runner_on_ok" and res.get("changed") and res.get("stdout"):
+                    outputs.append(str(res["stdout"]))
                 status = {
                     "runner_on_ok": "changed" if res.get("changed") else "ok",
                     "runner_on_failed": "failed",
@@ -165,6 +169,7 @@ class AnsibleRunner:
             failures=failures,
             elapsed_s=time.monotonic() - started,
             artifact_dir=str(runner.config.artifact_dir),
+            outputs=outputs,
         )
 
 

@@ -11,8 +11,10 @@ from rich.table import Table
 from benchmarks.ansible import ProgressEvent
 from benchmarks.cluster import ClusterStatus
 
-console = Console(stderr=True, highlight=False, soft_wrap=not sys.stderr.isatty())
-stdout = Console(highlight=False, soft_wrap=not sys.stdout.isatty())
+# Piped output (CI logs, files) gets wide tables instead of rich's 80 columns.
+console = Console(stderr=True, highlight=False, soft_wrap=not sys.stderr.isatty(),
+                  width=None if sys.stderr.isatty() else 200)
+stdout = Console(highlight=False, soft_wrap=not sys.stdout.isatty(), width=None if sys.stdout.isatty() else 200)
 
 
 class PlaybookProgress:

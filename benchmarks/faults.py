@@ -13,6 +13,7 @@ import dataclasses
 import json
 import os
 import random
+import re
 import time
 import uuid
 from pathlib import Path
@@ -142,29 +143,30 @@ class AnsibleFaultInjector:
         return FaultRecord(uuid.uuid4().hex[:12], kind, tuple(hosts), broker_id,
                            str(self.inventory_path.resolve()), reason)
 
-    def _apply(self, record: FaultRecord, phase: str) -> PlaybookResult:
-        return self.runner.run(PLAYBOOKS[record.kind], self.inventory_path, extravars={"fault_phase": phase},
-                               limit=",".join(record.hosts))
+    def _apply(self, record: FaultRecord, phase: str) -> float | None:
+        """Run the fault's playbook; returns when the control script acted (wall clock, s), if it did."""
+        result = self.runner.run(PLAYBOOKS[record.kind], self.inventory_path, extravars={"fault_phase": phase},
+                                 limit=",".join(record.hosts))
+        if not result.ok:
+            raise FaultError(f"{'injecting' if phase == 'inject' else 'reverting'} {record.kind} on "
+                             f"{','.join(record.hosts)} failed:\n{summarize_failures(result.failures)}")
+        stamps = [int(m) for out in result.outputs for m in re.findall(r"at_ns=(\d+)", out)]
+        return min(stamps) / 1e9 if stamps else None
 
     def inject(self, record: FaultRecord) -> float:
-        """Inject; returns the time the playbook finished. The intent is journaled first."""
+        """Inject; the intent is journaled first. Returns when the signal was sent (or the
+        playbook ended, when the service was already in the fault state)."""
         self.journal.write(record, "intent")
-        result = self._apply(record, "inject")
-        if not result.ok:
-            raise FaultError(f"injecting {record.kind} on {','.join(record.hosts)} failed:\n"
-                             f"{summarize_failures(result.failures)}")
-        now = self.clock()
-        self.journal.write(record, "injected")
-        return now
+        acted = self._apply(record, "inject")
+        at = acted if acted is not None else self.clock()
+        self.journal.write(record, "injected", acted_at=at)
+        return at
 
     def revert(self, record: FaultRecord) -> float:
-        result = self._apply(record, "revert")
-        if not result.ok:
-            raise FaultError(f"reverting {record.kind} on {','.join(record.hosts)} failed:\n"
-                             f"{summarize_failures(result.failures)}")
-        now = self.clock()
-        self.journal.write(record, "healed")
-        return now
+        acted = self._apply(record, "revert")
+        at = acted if acted is not None else self.clock()
+        self.journal.write(record, "healed", acted_at=at)
+        return at
 
 
 @dataclasses.dataclass

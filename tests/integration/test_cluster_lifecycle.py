@@ -12,7 +12,7 @@ import subprocess
 
 import pytest
 
-from benchmarks import cluster, smoke, topics
+from benchmarks import cluster, faults, smoke, topics
 from tests.conftest import (CLUSTER_PORTS, LOCAL_INVENTORY, ROOT, assert_ok, listening_ports, run_cli, service_pids,
                             wait_for)
 
@@ -91,6 +91,34 @@ def test_kill_9_moves_leadership_and_restart_restores_isr(deployed_cluster, runn
     assert not any(errors.values()), errors
     wait_for(lambda: all(p.leader == p.replicas[0] for p in cluster.describe(inv).topic("purchases")), 60,
              what="preferred leaders restored")
+
+
+def test_faults_are_injected_and_kafka_bench_heal_reverts_them_all(deployed_cluster, runner):
+    """Pause one broker, kill -9 another, stop ZooKeeper; `kafka-bench heal` brings everything
+    back from the journal alone; a second heal changes nothing."""
+    inv = deployed_cluster
+    injector = faults.AnsibleFaultInjector(runner, LOCAL_INVENTORY)
+
+    def state(ctl):
+        return subprocess.run([ctl, "status"], capture_output=True).returncode
+
+    injector.inject(injector.new_record("broker-pause", ["broker2"], 2, "broker 2"))
+    injector.inject(injector.new_record("broker-kill", ["broker0"], 0, "broker 0"))
+    injector.inject(injector.new_record("zookeeper-stop", ["zk0"], None, "every ZooKeeper server"))
+    assert (state(inv.broker(2).ctl), state(inv.broker(0).ctl), state(inv.zookeepers[0].ctl)) == (4, 3, 3)
+    assert cluster.zookeeper_mode("127.0.0.1", 2181) is None
+
+    proc = run_cli("heal")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    for line in ("reverted zookeeper-stop on zk0", "reverted broker-kill on broker0", "reverted broker-pause on broker2"):
+        assert line in proc.stderr
+    assert proc.stderr.index("reverted zookeeper-stop") < proc.stderr.index("reverted broker-kill")
+    assert (state(inv.broker(2).ctl), state(inv.broker(0).ctl), state(inv.zookeepers[0].ctl)) == (0, 0, 0)
+    wait_for(lambda: cluster.describe(inv).healthy, 120, what="a healthy cluster after heal")
+
+    again = run_cli("heal")
+    assert again.returncode == 0, again.stderr
+    assert "no fault to revert" in again.stderr and "start.yml: 0 change(s)" in again.stderr
 
 
 def test_second_run_changes_nothing(deployed_cluster, runner):

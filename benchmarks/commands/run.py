@@ -1,0 +1,81 @@
+"""`kafka-bench run SCENARIO_FILE`: execute every run of a scenario file (its sweep expanded)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+from rich.live import Live
+from rich.table import Table
+
+from benchmarks import paths, runner as runner_lib, scenario as scenario_lib
+from benchmarks.commands.cluster import inventory_option, load_inventory_or_exit, playbook_runner
+from benchmarks.console import console, stdout
+from benchmarks.exit_codes import ExitCode
+
+RESULTS = paths.PROJECT_ROOT / "benchmarks" / "results"
+
+
+def _progress_line(snap: runner_lib.Snapshot, label: str) -> str:
+    done = min(1.0, snap.elapsed_s / snap.total_s) if snap.total_s else 0.0
+    bar = "█" * int(done * 20) + "░" * (20 - int(done * 20))
+    rate = snap.acked / snap.elapsed_s if snap.elapsed_s > 0 else 0.0
+    consumed = " ".join(f"{g}={n}" for g, n in snap.consumed.items())
+    fault = f" | fault: {', '.join(snap.active_faults)}" if snap.active_faults else ""
+    return (f"{label} {bar} {snap.elapsed_s:5.1f}/{snap.total_s:.0f}s {snap.phase:<18} sent {snap.sent} "
+            f"acked {snap.acked} ({rate:,.0f}/s) failed {snap.failed} indeterminate {snap.indeterminate}"
+            f"{' | consumed ' + consumed if consumed else ''}{fault}")
+
+
+def summary_table(summaries: list[runner_lib.RunSummary], skipped: list[scenario_lib.Run]) -> Table:
+    table = Table(title="Runs", title_justify="left")
+    for col in ("scenario", "acks", "RF", "min ISR", "sent", "acked", "failed", "indet.", "lost (acked)",
+                "acked/s", "faults", "valid"):
+        table.add_column(col, justify="right" if col not in ("scenario", "faults") else "left")
+    for s in summaries:
+        table.add_row(s.scenario, s.acks, str(s.replication_factor), str(s.min_insync_replicas), str(s.sent),
+                      str(s.acked), str(s.failed), str(s.indeterminate),
+                      f"[red]{s.acked_lost}[/]" if s.acked_lost else "0", f"{s.throughput_msgs_s:,.0f}",
+                      "; ".join(f"{f['kind']} ({f['target']})" for f in s.faults) or "-",
+                      "yes" if s.valid else "[red]no[/]")
+    for run in skipped:
+        table.add_row(f"(point {run.index})", "", "", "", "", "", "", "", "", "", f"skipped: {run.skipped}", "")
+    return table
+
+
+@click.command()
+@click.argument("scenario_file", type=click.Path(path_type=Path))
+@inventory_option
+@click.option("--quick", is_flag=True, help=f"Shorten every run to at most {runner_lib.QUICK_SECONDS:.0f} s of load.")
+@click.option("--seed", type=int, default=None, help="Seed of random fault targets (recorded either way).")
+@click.option("--results", type=click.Path(path_type=Path), default=RESULTS, show_default=True,
+              help="Directory that receives one directory per run.")
+@click.option("--no-ledger", is_flag=True, help="Do not write the per-message ledger (for overhead measurements).")
+@click.pass_context
+def run(ctx: click.Context, scenario_file: Path, inventory_path: Path, quick: bool, seed: int | None,
+        results: Path, no_ledger: bool) -> None:
+    """Run a scenario file: load, faults, ledger, timeline; then a summary per run."""
+    inv = load_inventory_or_exit(inventory_path)
+    try:
+        runs = scenario_lib.load(scenario_file, brokers=len(inv.brokers))
+    except scenario_lib.ScenarioError as exc:
+        console.print(f"[red]error:[/] {exc}")
+        raise click.exceptions.Exit(ExitCode.INVALID_INPUT) from exc
+    todo = [r for r in runs if r.scenario]
+    skipped = [r for r in runs if not r.scenario]
+    for r in skipped:
+        console.print(f"skipping sweep point {r.point}: {r.skipped}")
+    summaries = []
+    with Live(console=console, refresh_per_second=4, transient=not console.is_terminal) as live:
+        for number, item in enumerate(todo, 1):
+            label = f"[{number}/{len(todo)}] {item.scenario.name}"
+            summary = runner_lib.execute(item.scenario, inv, inventory_path, playbook_runner(ctx), results, quick=quick,
+                                         ledger_enabled=not no_ledger, seed=seed,
+                                         progress=lambda snap, label=label: live.update(_progress_line(snap, label)))
+            summaries.append(summary)
+            console.print(f"{label}: done, {summary.run_dir}")
+    stdout.print(summary_table(summaries, skipped))
+    (results / "last-run.json").write_text(json.dumps([s.to_dict() for s in summaries], indent=2))
+    if any(not s.valid for s in summaries):
+        raise click.exceptions.Exit(ExitCode.FAILURE)

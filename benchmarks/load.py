@@ -1,0 +1,191 @@
+"""Producer and consumer processes of a run. Each runs in its own process (spawned, so the
+GIL of one is no ceiling for the others) and writes its own ledger.
+
+Producers are open loop: message i of a producer is *intended* to be sent at
+t0 + i / rate, whatever happened to earlier messages. When the client blocks (full queue,
+no leader), the intended times keep marching and the delay shows up as send delay
+(sent - intended) instead of silently lowering the offered load (coordinated omission).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import signal
+import struct
+import time
+from pathlib import Path
+from typing import Any
+
+from benchmarks import ledger
+
+# Every message starts with: run tag (8 bytes), producer (u32), sequence (u64), send time (ns).
+HEADER = struct.Struct(">8sIQq")
+COUNTERS = 4  # per producer: sent, acked, failed, indeterminate; per consumer: consumed, -, -, -
+
+
+def run_tag(run_id: str) -> bytes:
+    return run_id.encode()[:8].ljust(8, b"_")
+
+
+@dataclasses.dataclass(frozen=True)
+class ProducerArgs:
+    index: int
+    run_id: str
+    bootstrap: str
+    topic: str
+    config: dict[str, Any]
+    rate: float | None  # messages/s of this producer; None: as fast as the client takes them
+    start_ns: int       # wall-clock start of the schedule (warm-up included)
+    end_ns: int         # no message is intended at or after this time
+    message_size: int
+    keys: int
+    ledger_dir: str
+    ledger_enabled: bool = True
+    flush_timeout_s: float = 60.0
+
+
+@dataclasses.dataclass(frozen=True)
+class ConsumerArgs:
+    name: str
+    run_id: str
+    group: str
+    bootstrap: str
+    topic: str
+    config: dict[str, Any]
+    ledger_dir: str
+
+
+def producer_main(args: ProducerArgs, counters, slot: int) -> None:
+    """Produce on the open-loop schedule; record every message's outcome in the ledger."""
+    from confluent_kafka import Producer
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the runner decides when producers stop
+    tag = run_tag(args.run_id)
+    out = ledger.LedgerWriter(Path(args.ledger_dir), f"producer-{args.index:03d}", ledger.PRODUCE_SCHEMA,
+                              enabled=args.ledger_enabled)
+    pending: dict[int, tuple[int, int, int]] = {}  # seq -> (intended, sent, key)
+    base = slot * COUNTERS
+    stats = [0, 0, 0, 0]
+
+    def on_delivery(err, msg):
+        now = time.time_ns()
+        _, _, seq, _ = HEADER.unpack_from(msg.value())
+        intended, sent, key = pending.pop(seq)
+        name = err.name() if err is not None else None
+        outcome = ledger.outcome_of(name)
+        acked = outcome == "acked"
+        offset = msg.offset() if acked and msg.offset() is not None and msg.offset() >= 0 else None
+        out.append(args.run_id, args.index, seq, key, intended, sent, now, outcome,
+                   msg.partition() if acked else None, offset, name)
+        stats[{"acked": 1, "failed": 2, "indeterminate": 3}[outcome]] += 1
+
+    producer = Producer({**args.config, "bootstrap.servers": args.bootstrap,
+                         "logger": __import__("logging").getLogger("kafka_bench.producer")})
+    padding = b"\0" * max(0, args.message_size - HEADER.size)
+    interval_ns = int(1e9 / args.rate) if args.rate else 0
+    seq = 0
+    while True:
+        intended = args.start_ns + seq * interval_ns if interval_ns else time.time_ns()
+        if intended >= args.end_ns:
+            break
+        delay = intended - time.time_ns()
+        if delay > 0:
+            time.sleep(delay / 1e9)
+        key = (args.index * 7919 + seq) % args.keys if args.keys else -1
+        while True:
+            sent = time.time_ns()
+            value = HEADER.pack(tag, args.index, seq, sent) + padding
+            pending[seq] = (intended, sent, key)
+            try:
+                producer.produce(args.topic, value, key=None if key < 0 else b"k%d" % key, on_delivery=on_delivery)
+                break
+            except BufferError:  # the client's queue is full: let it drain, keep the intended time
+                del pending[seq]
+                producer.poll(0.005)
+        stats[0] += 1
+        producer.poll(0)
+        if seq % 64 == 0:
+            out.maybe_flush()
+            for i, value in enumerate(stats):
+                counters[base + i] = value
+        seq += 1
+    deadline = time.monotonic() + args.flush_timeout_s
+    while pending and time.monotonic() < deadline:
+        producer.flush(0.5)
+        out.maybe_flush()
+        for i, value in enumerate(stats):
+            counters[base + i] = value
+    now = time.time_ns()
+    for seq_left, (intended, sent, key) in sorted(pending.items()):  # no delivery report at all
+        out.append(args.run_id, args.index, seq_left, key, intended, sent, None, "indeterminate", None, None, "_NO_REPORT")
+        stats[3] += 1
+    out.close()
+    for i, value in enumerate(stats):
+        counters[base + i] = value
+
+
+def consumer_main(args: ConsumerArgs, counters, slot: int, stop) -> None:
+    """A member of a consumer group: record every record of this run until told to stop."""
+    from confluent_kafka import Consumer
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())  # graceful: leave the group, hand partitions over
+    tag = run_tag(args.run_id)
+    out = ledger.LedgerWriter(Path(args.ledger_dir), f"consumer-{args.group}-{args.name}", ledger.CONSUME_SCHEMA)
+    consumer = Consumer({"auto.offset.reset": "earliest", **args.config, "bootstrap.servers": args.bootstrap,
+                         "group.id": f"{args.run_id}-{args.group}",
+                         "logger": __import__("logging").getLogger("kafka_bench.consumer")})
+    consumer.subscribe([args.topic])
+    consumed = 0
+    try:
+        while not stop.is_set():
+            for msg in consumer.consume(500, 0.2):
+                if msg.error() or msg.value() is None or not msg.value().startswith(tag):
+                    continue
+                _, producer, seq, sent = HEADER.unpack_from(msg.value())
+                out.append(args.run_id, args.group, args.name, producer, seq, msg.partition(), msg.offset(), sent,
+                           time.time_ns())
+                consumed += 1
+            out.maybe_flush()
+            counters[slot * COUNTERS] = consumed
+    finally:
+        consumer.close()
+        out.close()
+        counters[slot * COUNTERS] = consumed
+
+
+def final_read(bootstrap: str, topic: str, run_id: str, ledger_dir: Path, config: dict[str, Any] | None = None,
+               timeout_s: float = 120.0) -> dict[int, int]:
+    """Read every partition from the beginning to the end offsets as they are now (after healing),
+    so an acknowledged message that never shows up is lost, not late. Returns partition -> end offset."""
+    from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+
+    tag = run_tag(run_id)
+    consumer = Consumer({**(config or {}), "bootstrap.servers": bootstrap, "group.id": f"{run_id}-final-read",
+                         "enable.auto.commit": False, "auto.offset.reset": "earliest",
+                         "logger": __import__("logging").getLogger("kafka_bench.final")})
+    out = ledger.LedgerWriter(ledger_dir, "consumer-final-read", ledger.CONSUME_SCHEMA)
+    try:
+        partitions = sorted(consumer.list_topics(topic, timeout=30).topics[topic].partitions)
+        ends = {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=30)[1] for p in partitions}
+        todo = {p for p, end in ends.items() if end > 0}
+        consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in partitions])
+        deadline = time.monotonic() + timeout_s
+        while todo and time.monotonic() < deadline:
+            for msg in consumer.consume(1000, 0.5):
+                if msg.error():
+                    continue
+                if msg.value() and msg.value().startswith(tag):
+                    _, producer, seq, sent = HEADER.unpack_from(msg.value())
+                    out.append(run_id, "final-read", "final-read", producer, seq, msg.partition(), msg.offset(), sent,
+                               time.time_ns())
+                if msg.offset() >= ends[msg.partition()] - 1:
+                    todo.discard(msg.partition())
+            out.maybe_flush()
+        if todo:
+            raise RuntimeError(f"final read of {topic} did not reach the end offsets of partitions {sorted(todo)} "
+                               f"within {timeout_s:.0f} s")
+        return ends
+    finally:
+        out.close()
+        consumer.close()
