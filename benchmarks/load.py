@@ -23,6 +23,16 @@ HEADER = struct.Struct(">8sIQq")
 COUNTERS = 4  # per producer: sent, acked, failed, indeterminate; per consumer: consumed, -, -, -
 
 
+def die_with_parent() -> None:
+    """Linux: get SIGKILL when the runner dies, even by SIGKILL, so no load process outlives it."""
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
 def run_tag(run_id: str) -> bytes:
     return run_id.encode()[:8].ljust(8, b"_")
 
@@ -59,6 +69,7 @@ def producer_main(args: ProducerArgs, counters, slot: int) -> None:
     """Produce on the open-loop schedule; record every message's outcome in the ledger."""
     from confluent_kafka import Producer
 
+    die_with_parent()
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the runner decides when producers stop
     tag = run_tag(args.run_id)
     out = ledger.LedgerWriter(Path(args.ledger_dir), f"producer-{args.index:03d}", ledger.PRODUCE_SCHEMA,
@@ -128,6 +139,7 @@ def consumer_main(args: ConsumerArgs, counters, slot: int, stop) -> None:
     """A member of a consumer group: record every record of this run until told to stop."""
     from confluent_kafka import Consumer
 
+    die_with_parent()
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, lambda *_: stop.set())  # graceful: leave the group, hand partitions over
     tag = run_tag(args.run_id)

@@ -1,0 +1,138 @@
+"""Benchmark runs on the real local cluster: ledger completeness, durability under a leader
+kill, and healing after the runner itself was killed mid-fault."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import statistics
+import subprocess
+
+import pyarrow.compute as pc
+import pytest
+
+from benchmarks import cluster, ledger, runner as runner_lib, scenario as sc
+from benchmarks.timeline import TIMELINE_SCHEMA
+from tests.conftest import KAFKA_BENCH, LOCAL_INVENTORY, ROOT, assert_ok, run_cli, service_pids, wait_for
+
+pytestmark = [pytest.mark.cluster, pytest.mark.slow]
+
+
+@pytest.fixture(scope="module")
+def cluster_up(runner, local_inventory):
+    assert_ok(runner.run("site.yml", LOCAL_INVENTORY))
+    yield local_inventory
+    assert_ok(runner.run("teardown.yml", LOCAL_INVENTORY))
+
+
+def leader_kill(**workload) -> sc.Scenario:
+    [run] = sc.load(ROOT / "benchmarks" / "scenarios" / "leader-kill.yml")
+    return run.scenario.model_copy(update={"workload": run.scenario.workload.model_copy(update=workload)})
+
+
+def test_leader_kill_with_acks_all_loses_no_acknowledged_write(cluster_up, runner, tmp_path):
+    scenario = leader_kill()
+    summary = runner_lib.execute(scenario, cluster_up, LOCAL_INVENTORY, runner, tmp_path, quick=True, seed=7)
+    run_dir = tmp_path / os.path.basename(summary.run_dir)
+    produced = ledger.read(run_dir / "ledger" / "produce", ledger.PRODUCE_SCHEMA)
+
+    # Every sent message has exactly one outcome, and no sequence number is missing.
+    keys = list(zip(produced.column("producer").to_pylist(), produced.column("seq").to_pylist()))
+    assert len(keys) == len(set(keys)) == summary.sent > 10_000
+    for producer in set(produced.column("producer").to_pylist()):
+        seqs = sorted(s for p, s in keys if p == producer)
+        assert seqs == list(range(len(seqs)))
+    assert set(produced.column("outcome").to_pylist()) <= {"acked", "failed", "indeterminate"}
+    acked = produced.filter(pc.equal(produced.column("outcome"), "acked"))
+    assert acked.column("offset").null_count == 0 and acked.column("ack_ns").null_count == 0
+    # The runner's live counters agree with the ledger.
+    assert summary.live_counters == {"sent": summary.sent, "acked": summary.acked, "failed": summary.failed,
+                                     "indeterminate": summary.indeterminate}
+
+    # acks=all, RF 3, min ISR 2, leader SIGKILLed: nothing acknowledged is missing afterwards.
+    assert summary.acked_lost == 0, summary.acked_lost_ids
+    assert summary.final_read >= summary.acked
+    assert summary.consumed["readers"] >= summary.acked
+    assert summary.valid, summary.invalid_reasons
+
+    events = [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]
+    names = [e["event"] for e in events]
+    for name in ("heal-before-run", "load-start", "fault-intent", "fault-injected", "fault-healed", "final-read-end"):
+        assert name in names
+    killed = next(e for e in events if e["event"] == "fault-intent")
+    injected_at = next(e["at_ns"] for e in events if e["event"] == "fault-injected")
+
+    timeline = ledger.read(run_dir / "timeline", TIMELINE_SCHEMA)
+    times = sorted(set(timeline.column("t_ns").to_pylist()))
+    assert statistics.median(b - a for a, b in zip(times, times[1:])) <= 0.6e9
+    p0 = timeline.filter(pc.equal(timeline.column("partition"), 0))
+    after = [leader for t, leader in zip(p0.column("t_ns").to_pylist(), p0.column("leader").to_pylist())
+             if t > injected_at + 25e9]
+    assert after and all(leader != killed["broker"] for leader in after if leader is not None), \
+        "partition 0 never got a new leader after its leader was killed"
+    effective = json.loads((run_dir / "effective-config.json").read_text())
+    assert effective["topic"]["min.insync.replicas"] == "2"
+    assert effective["client"]["producer"]["enable.idempotence"] is True
+
+
+def test_heal_after_the_runner_was_killed_during_a_fault(cluster_up, tmp_path):
+    scenario_file = tmp_path / "long-fault.yml"
+    scenario_file.write_text(json.dumps({"scenario": {
+        "name": "runner-killed", "workload": {"rate": 500, "producers": 1, "warmup_s": 1, "duration_s": 60},
+        "faults": [{"kind": "broker-kill", "at_s": 2, "target": {"broker": 1}},
+                   {"kind": "broker-pause", "at_s": 4, "target": {"broker": 2}}]}}))
+    results = tmp_path / "results"
+    proc = subprocess.Popen([KAFKA_BENCH, "run", str(scenario_file), "--results", str(results)], cwd=ROOT,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+
+    def both_injected():
+        logs = list(results.glob("*/events.jsonl"))
+        return logs and sum('"fault-injected"' in line for line in logs[0].read_text().splitlines()) == 2
+
+    try:
+        wait_for(both_injected, 120, interval=0.5, what="both faults injected")
+        children = _children(proc.pid)
+        assert len(children) >= 2, "no producer or consumer process found under the runner"
+        os.kill(proc.pid, signal.SIGKILL)  # the runner only: its load processes must follow it
+        proc.wait(30)
+        wait_for(lambda: not [c for c in children if os.path.exists(f"/proc/{c}") and not _zombie(c)], 20,
+                 what="the runner's processes to end with it")
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    inv = cluster_up
+    assert subprocess.run([inv.broker(1).ctl, "status"]).returncode == 3
+    assert subprocess.run([inv.broker(2).ctl, "status"]).returncode == 4
+
+    healed = run_cli("heal")
+    assert healed.returncode == 0, healed.stderr
+    assert "reverted broker-kill on broker1" in healed.stderr and "reverted broker-pause on broker2" in healed.stderr
+    wait_for(lambda: cluster.describe(inv).healthy, 120, what="a healthy cluster")
+    again = run_cli("heal")
+    assert "no fault to revert" in again.stderr and "start.yml: 0 change(s)" in again.stderr
+    assert {"kafka-bench-broker0", "kafka-bench-broker1", "kafka-bench-broker2", "kafka-bench-zk0"} <= set(service_pids())
+
+
+def _stat(pid: int) -> list[str]:
+    with open(f"/proc/{pid}/stat") as handle:
+        return handle.read().rsplit(")", 1)[1].split()
+
+
+def _children(parent: int) -> list[int]:
+    out = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                if int(_stat(int(entry))[1]) == parent:
+                    out.append(int(entry))
+            except OSError:
+                continue
+    return out
+
+
+def _zombie(pid: int) -> bool:
+    try:
+        return _stat(pid)[0] == "Z"
+    except OSError:
+        return True
