@@ -12,7 +12,7 @@ INVENTORY ?= inventories/local
 # Tools the tests and playbooks start (ansible-playbook, molecule, ...) come from the venv.
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: bench test test-unit test-cluster test-roles lint install cluster-up cluster-down cluster-status clean
+.PHONY: bench bench-durability perf test test-unit test-cluster test-roles lint install cluster-up cluster-down cluster-status clean
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -22,11 +22,22 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP)
 
-## The main job: deploy the cluster, prove it with a replicated topic, show its status.
+## The main job: deploy the cluster, run every seed lab as a measured scenario (shortened),
+## and show the cluster afterwards.
 bench: install
 	$(BIN)/kafka-bench cluster up --inventory $(INVENTORY)
-	$(BIN)/kafka-bench cluster smoke --inventory $(INVENTORY) --topic purchases --partitions 3 --replication-factor 3 --messages 10000
+	$(BIN)/kafka-bench run seeds --quick --inventory $(INVENTORY)
 	$(BIN)/kafka-bench cluster status --inventory $(INVENTORY)
+
+## The durability sweep (acks x RF x min ISR x leader kill, plus negative controls): ~30 min.
+bench-durability: install
+	$(BIN)/kafka-bench cluster up --inventory $(INVENTORY)
+	$(BIN)/kafka-bench run durability --quick --inventory $(INVENTORY)
+
+## Load generator vs Kafka's producer-perf-test, ledger on vs off, open-loop accuracy.
+perf: install
+	$(BIN)/kafka-bench cluster up --inventory $(INVENTORY)
+	$(BIN)/python -m benchmarks.perf.producer_throughput --inventory $(INVENTORY)
 
 test: install
 	$(BIN)/python -m pytest

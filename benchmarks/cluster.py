@@ -107,14 +107,16 @@ def admin_client(bootstrap: str, **extra: Any):
     from confluent_kafka.admin import AdminClient
 
     return AdminClient({"bootstrap.servers": bootstrap, "socket.timeout.ms": 5000,
-                        "log_level": 0, "logger": _silent_logger(), **extra})
+                        "log_level": 0, "logger": silent_logger(), **extra})
 
 
-def _silent_logger():
+def silent_logger(name: str = "kafka_bench.librdkafka"):
+    """A logger for librdkafka that prints nothing (errors that matter are in the ledgers)."""
     import logging
 
-    logger = logging.getLogger("kafka_bench.librdkafka")
-    logger.addHandler(logging.NullHandler())
+    logger = logging.getLogger(name)
+    if not logger.handlers:
+        logger.addHandler(logging.NullHandler())
     logger.propagate = False
     return logger
 

@@ -54,8 +54,10 @@ class FaultInjector(Protocol):
 
 
 def resolve_target(kind: str, target: FaultTarget, inventory: ClusterInventory, status: ClusterStatus | None,
-                   topic: str, rng: random.Random) -> tuple[tuple[str, ...], int | None, str]:
-    """The inventory hosts a fault applies to, the broker id, and why it was chosen."""
+                   topic: str, rng: random.Random, exclude: frozenset[int] = frozenset()
+                   ) -> tuple[tuple[str, ...], int | None, str]:
+    """The inventory hosts a fault applies to, the broker id, and why it was chosen. Brokers in
+    `exclude` (already under a fault) are not picked as a follower or at random."""
     if kind == "zookeeper-stop":
         return tuple(z.name for z in inventory.zookeepers), None, "every ZooKeeper server"
     if target.broker is not None:
@@ -70,9 +72,16 @@ def resolve_target(kind: str, target: FaultTarget, inventory: ClusterInventory, 
         if leader is None:
             raise FaultError(f"partition {topic}-{target.leader_of} has no leader to target")
         broker, reason = inventory.broker(leader), f"leader of {topic}-{target.leader_of}: broker {leader}"
+    elif target.follower_of is not None:
+        part = next((p for p in (status.topic(topic) if status else []) if p.partition == target.follower_of), None)
+        live = {b.broker_id for b in status.brokers if b.alive} if status else set()
+        followers = [r for r in (part.replicas if part else ()) if r != part.leader and r in live and r not in exclude]
+        if not followers:
+            raise FaultError(f"partition {topic}-{target.follower_of} has no live follower to target")
+        broker, reason = inventory.broker(followers[0]), f"follower of {topic}-{target.follower_of}: broker {followers[0]}"
     else:
-        alive = [b for b in inventory.brokers if status is None or
-                 any(s.broker_id == b.broker_id and s.alive for s in status.brokers)]
+        alive = [b for b in inventory.brokers if b.broker_id not in exclude and (status is None or
+                 any(s.broker_id == b.broker_id and s.alive for s in status.brokers))]
         if not alive:
             raise FaultError("no live broker to target")
         broker = rng.choice(alive)

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks import ledger
+from benchmarks.cluster import silent_logger
 
 # Every message starts with: run tag (8 bytes), producer (u32), sequence (u64), send time (ns).
 HEADER = struct.Struct(">8sIQq")
@@ -91,7 +92,7 @@ def producer_main(args: ProducerArgs, counters, slot: int) -> None:
         stats[{"acked": 1, "failed": 2, "indeterminate": 3}[outcome]] += 1
 
     producer = Producer({**args.config, "bootstrap.servers": args.bootstrap,
-                         "logger": __import__("logging").getLogger("kafka_bench.producer")})
+                         "logger": silent_logger("kafka_bench.producer")})
     padding = b"\0" * max(0, args.message_size - HEADER.size)
     interval_ns = int(1e9 / args.rate) if args.rate else 0
     seq = 0
@@ -146,7 +147,7 @@ def consumer_main(args: ConsumerArgs, counters, slot: int, stop) -> None:
     out = ledger.LedgerWriter(Path(args.ledger_dir), f"consumer-{args.group}-{args.name}", ledger.CONSUME_SCHEMA)
     consumer = Consumer({"auto.offset.reset": "earliest", **args.config, "bootstrap.servers": args.bootstrap,
                          "group.id": f"{args.run_id}-{args.group}",
-                         "logger": __import__("logging").getLogger("kafka_bench.consumer")})
+                         "logger": silent_logger("kafka_bench.consumer")})
     consumer.subscribe([args.topic])
     consumed = 0
     try:
@@ -175,7 +176,7 @@ def final_read(bootstrap: str, topic: str, run_id: str, ledger_dir: Path, config
     tag = run_tag(run_id)
     consumer = Consumer({**(config or {}), "bootstrap.servers": bootstrap, "group.id": f"{run_id}-final-read",
                          "enable.auto.commit": False, "auto.offset.reset": "earliest",
-                         "logger": __import__("logging").getLogger("kafka_bench.final")})
+                         "logger": silent_logger("kafka_bench.final")})
     out = ledger.LedgerWriter(ledger_dir, "consumer-final-read", ledger.CONSUME_SCHEMA)
     try:
         partitions = sorted(consumer.list_topics(topic, timeout=30).topics[topic].partitions)

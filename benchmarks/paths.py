@@ -12,6 +12,8 @@ DEFAULT_INVENTORY = INVENTORIES / "local"
 ANSIBLE_CFG = PROJECT_ROOT / "ansible.cfg"
 RUNNER_DIR = PROJECT_ROOT / ".runner"
 STATE_DIR = PROJECT_ROOT / ".state"
+# Built-in suites: one directory of scenario files each, run in file-name order.
+SUITES = PROJECT_ROOT / "benchmarks" / "suites"
 # Written before every fault injection, so `kafka-bench heal` can revert faults of a runner
 # that was itself killed.
 FAULT_JOURNAL = STATE_DIR / "fault-journal.jsonl"

@@ -77,7 +77,7 @@ class RunSummary:
 def _scaled(scenario: Scenario, quick: bool) -> tuple[float, float, float]:
     """(warm-up, duration, factor for fault times) of the run."""
     w = scenario.workload
-    if not quick or w.duration_s <= QUICK_SECONDS:
+    if not quick or not scenario.quick or w.duration_s <= QUICK_SECONDS:
         return w.warmup_s, w.duration_s, 1.0
     factor = QUICK_SECONDS / w.duration_s
     return min(w.warmup_s, 1.0), QUICK_SECONDS, factor
@@ -236,7 +236,9 @@ def execute(scenario: Scenario, inventory: ClusterInventory, inventory_path: Pat
             if action == "inject":
                 fault = scenario.faults[what]
                 status = cluster.describe(inventory) if fault.kind != "zookeeper-stop" else None
-                hosts, broker_id, reason = faults.resolve_target(fault.kind, fault.target, inventory, status, topic, rng)
+                busy = frozenset(r.broker_id for r in active.values() if r.broker_id is not None)
+                hosts, broker_id, reason = faults.resolve_target(fault.kind, fault.target, inventory, status, topic,
+                                                                 rng, exclude=busy)
                 record = injector.new_record(fault.kind, hosts, broker_id, reason)
                 records[what] = record
                 events.write("fault-intent", fault_id=record.fault_id, kind=fault.kind, hosts=list(hosts),

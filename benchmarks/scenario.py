@@ -90,19 +90,21 @@ class ClientProfile(Strict):
 
 
 class FaultTarget(Strict):
-    """Exactly one of: a broker id, the leader of a partition, the controller, or random."""
+    """Exactly one of: a broker id, the leader or a follower of a partition, the controller, or random."""
 
     broker: Annotated[int, Field(ge=0)] | None = None
     leader_of: Annotated[int, Field(ge=0)] | None = None  # partition of the workload's topic
+    follower_of: Annotated[int, Field(ge=0)] | None = None  # a live replica of that partition that does not lead it
     controller: bool = False
     random: bool = False
     seed: int | None = None  # for random; recorded in the run either way
 
     @model_validator(mode="after")
     def _exactly_one(self) -> "FaultTarget":
-        chosen = [self.broker is not None, self.leader_of is not None, self.controller, self.random]
+        chosen = [self.broker is not None, self.leader_of is not None, self.follower_of is not None,
+                  self.controller, self.random]
         if sum(chosen) != 1:
-            raise ValueError("set exactly one of broker, leader_of, controller: true, random: true")
+            raise ValueError("set exactly one of broker, leader_of, follower_of, controller: true, random: true")
         return self
 
 
@@ -127,6 +129,9 @@ class Scenario(Strict):
     workload: Workload = Workload()
     client: ClientProfile = ClientProfile()
     faults: list[Fault] = []
+    # Whether --quick may shorten this scenario; false where the faults need real time (a killed
+    # broker's ZooKeeper session must expire before it can come back, 18 s by default).
+    quick: bool = True
 
     @model_validator(mode="after")
     def _coherent(self) -> "Scenario":
@@ -137,9 +142,11 @@ class Scenario(Strict):
         for index, fault in enumerate(self.faults):
             if fault.at_s >= w.duration_s:
                 raise ValueError(f"faults[{index}].at_s ({fault.at_s}) must fall inside workload.duration_s ({w.duration_s})")
-            if fault.target.leader_of is not None and fault.target.leader_of >= w.partitions:
-                raise ValueError(f"faults[{index}].target.leader_of ({fault.target.leader_of}) is not a partition "
-                                 f"of a {w.partitions}-partition topic")
+            for field in ("leader_of", "follower_of"):
+                partition = getattr(fault.target, field)
+                if partition is not None and partition >= w.partitions:
+                    raise ValueError(f"faults[{index}].target.{field} ({partition}) is not a partition "
+                                     f"of a {w.partitions}-partition topic")
         return self
 
     @property

@@ -13,7 +13,7 @@ import uuid
 from typing import Callable
 
 from benchmarks import topics
-from benchmarks.cluster import _silent_logger
+from benchmarks.cluster import silent_logger
 
 
 @dataclasses.dataclass
@@ -51,7 +51,7 @@ def run_smoke(bootstrap: str, topic: str = "purchases", partitions: int = 3, rep
             errors.append(f"message {seq}: {err}")
 
     producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "enable.idempotence": True,
-                         "linger.ms": 5, "logger": _silent_logger()})
+                         "linger.ms": 5, "logger": silent_logger()})
     start = clock()
     for seq in range(messages):
         producer.produce(topic, key=f"key-{seq % 16}".encode(), value=f"{run_id}:{seq}".encode(),
@@ -64,7 +64,7 @@ def run_smoke(bootstrap: str, topic: str = "purchases", partitions: int = 3, rep
 
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"kafka-bench-smoke-{run_id}",
                          "auto.offset.reset": "earliest", "enable.auto.commit": False,
-                         "logger": _silent_logger()})
+                         "logger": silent_logger()})
     consumer.subscribe([topic])
     seen: set[int] = set()
     start = clock()

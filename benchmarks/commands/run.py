@@ -44,8 +44,22 @@ def summary_table(summaries: list[runner_lib.RunSummary], skipped: list[scenario
     return table
 
 
+def scenario_files(name: str) -> list[Path]:
+    """A built-in suite's files by name, or the scenario file (or directory) given."""
+    suite = paths.SUITES / name
+    if "/" not in name and suite.is_dir():
+        return sorted(suite.glob("*.yml"))
+    path = Path(name)
+    if path.is_dir():
+        return sorted(path.glob("*.yml"))
+    if not path.exists():
+        suites = ", ".join(sorted(p.name for p in paths.SUITES.iterdir() if p.is_dir()))
+        raise scenario_lib.ScenarioError(f"{name}: no such scenario file, and not a suite (suites: {suites})")
+    return [path]
+
+
 @click.command()
-@click.argument("scenario_file", type=click.Path(path_type=Path))
+@click.argument("suite_or_file")
 @inventory_option
 @click.option("--quick", is_flag=True, help=f"Shorten every run to at most {runner_lib.QUICK_SECONDS:.0f} s of load.")
 @click.option("--seed", type=int, default=None, help="Seed of random fault targets (recorded either way).")
@@ -53,12 +67,14 @@ def summary_table(summaries: list[runner_lib.RunSummary], skipped: list[scenario
               help="Directory that receives one directory per run.")
 @click.option("--no-ledger", is_flag=True, help="Do not write the per-message ledger (for overhead measurements).")
 @click.pass_context
-def run(ctx: click.Context, scenario_file: Path, inventory_path: Path, quick: bool, seed: int | None,
+def run(ctx: click.Context, suite_or_file: str, inventory_path: Path, quick: bool, seed: int | None,
         results: Path, no_ledger: bool) -> None:
-    """Run a scenario file: load, faults, ledger, timeline; then a summary per run."""
+    """Run a built-in suite (seeds, durability) or a scenario file: load, faults, ledger,
+    timeline for every run of its sweep; then a summary per run. Every file is validated
+    before the first run starts."""
     inv = load_inventory_or_exit(inventory_path)
     try:
-        runs = scenario_lib.load(scenario_file, brokers=len(inv.brokers))
+        runs = [run for path in scenario_files(suite_or_file) for run in scenario_lib.load(path, brokers=len(inv.brokers))]
     except scenario_lib.ScenarioError as exc:
         console.print(f"[red]error:[/] {exc}")
         raise click.exceptions.Exit(ExitCode.INVALID_INPUT) from exc

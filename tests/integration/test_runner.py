@@ -27,7 +27,7 @@ def cluster_up(runner, local_inventory):
 
 
 def leader_kill(**workload) -> sc.Scenario:
-    [run] = sc.load(ROOT / "benchmarks" / "scenarios" / "leader-kill.yml")
+    [run] = sc.load(ROOT / "benchmarks" / "suites" / "durability" / "01-leader-kill-acks-all.yml")
     return run.scenario.model_copy(update={"workload": run.scenario.workload.model_copy(update=workload)})
 
 
@@ -74,6 +74,17 @@ def test_leader_kill_with_acks_all_loses_no_acknowledged_write(cluster_up, runne
     effective = json.loads((run_dir / "effective-config.json").read_text())
     assert effective["topic"]["min.insync.replicas"] == "2"
     assert effective["client"]["producer"]["enable.idempotence"] is True
+
+
+def test_negative_control_acks_1_with_lagging_followers_loses_acked_writes(cluster_up, runner, tmp_path):
+    """If this control shows no loss, the harness is blind."""
+    [run] = sc.load(ROOT / "benchmarks" / "suites" / "durability" / "10-negative-acks1-lagging-followers.yml")
+    summary = runner_lib.execute(run.scenario, cluster_up, LOCAL_INVENTORY, runner, tmp_path, quick=True, seed=3)
+    assert summary.acked > 1000
+    assert summary.acked_lost > 0, "acks=1 with lagging followers and a killed leader lost nothing: the harness is blind"
+    assert len(summary.acked_lost_ids) == min(20, summary.acked_lost)
+    assert [f["kind"] for f in summary.faults] == ["broker-pause", "broker-pause", "broker-kill"]
+    assert len({f["hosts"][0] for f in summary.faults}) == 3, "the two pauses and the kill hit three different brokers"
 
 
 def test_heal_after_the_runner_was_killed_during_a_fault(cluster_up, tmp_path):

@@ -35,9 +35,20 @@ class FakeRunner:
     (FaultTarget(broker=2), ("broker2",), 2, "broker 2"),
     (FaultTarget(controller=True), ("broker1",), 1, "controller: broker 1"),
     (FaultTarget(leader_of=1), ("broker0",), 0, "leader of t-1: broker 0"),
+    (FaultTarget(follower_of=1), ("broker1",), 1, "follower of t-1: broker 1"),
 ])
 def test_targets_resolve_to_inventory_hosts(target, hosts, broker, reason):
     assert faults.resolve_target("broker-kill", target, INV, status(), "t", random.Random(1)) == (hosts, broker, reason)
+
+
+def test_second_follower_fault_picks_the_other_follower():
+    first = faults.resolve_target("broker-pause", FaultTarget(follower_of=0), INV, status(), "t", random.Random())
+    second = faults.resolve_target("broker-pause", FaultTarget(follower_of=0), INV, status(), "t", random.Random(),
+                                   exclude=frozenset({first[1]}))
+    assert (first[1], second[1]) == (0, 1)
+    with pytest.raises(faults.FaultError, match="no live follower"):
+        faults.resolve_target("broker-pause", FaultTarget(follower_of=0), INV, status(), "t", random.Random(),
+                              exclude=frozenset({0, 1}))
 
 
 def test_random_target_is_seeded_and_only_picks_live_brokers():

@@ -1,0 +1,1 @@
+"""Performance measurements of the harness itself (scripts, not tests)."""

@@ -1,0 +1,132 @@
+"""How fast is the load generator, and what does its ledger cost? Measured side by side in
+one run on the same cluster, same acks, message size and batching:
+
+1. Kafka's own ProducerPerformance (kafka-producer-perf-test), unthrottled;
+2. the load generator, unthrottled, ledger on;
+3. the load generator, unthrottled, ledger off;
+4. the load generator at half the rate reached in 2, ledger on: achieved / target rate and
+   the send delay (actual send - intended send) percentiles.
+
+Each measurement is repeated; medians and ratios are printed, the raw figures saved as JSON.
+
+    python -m benchmarks.perf.producer_throughput [--inventory inventories/local] [--repeat 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing
+import re
+import statistics
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+import pyarrow.compute as pc
+
+from benchmarks import inventory as inventory_lib
+from benchmarks import ledger, load, paths, topics
+
+TOPIC = "kb-perf"
+
+
+def perf_test(inv, records: int, size: int, props: dict[str, str]) -> float:
+    broker = inv.brokers[0]
+    args = [broker.tool, "producer-perf-test", "--topic", TOPIC, "--num-records", str(records), "--record-size",
+            str(size), "--throughput", "-1", "--producer-props", f"bootstrap.servers={inv.bootstrap_servers}",
+            *[f"{k}={v}" for k, v in props.items()]]
+    out = subprocess.run(args, capture_output=True, text=True, check=True, timeout=600).stdout
+    match = re.findall(r"(\d+) records sent, ([\d.]+) records/sec", out)
+    if not match:
+        raise RuntimeError(f"no summary line in producer-perf-test output:\n{out[-2000:]}")
+    return float(match[-1][1])
+
+
+def generator(inv, producers: int, seconds: float, size: int, props: dict[str, str], rate: float | None,
+              ledger_on: bool) -> dict[str, float]:
+    """Run the load generator's producer processes; acked/s and, with a ledger, send delays."""
+    ctx = multiprocessing.get_context("spawn")
+    counters = ctx.Array("q", load.COUNTERS * producers, lock=False)
+    with tempfile.TemporaryDirectory(prefix="kb-perf-") as tmp:
+        start_ns = time.time_ns() + int(2e9)
+        end_ns = start_ns + int(seconds * 1e9)
+        procs = []
+        for index in range(producers):
+            args = load.ProducerArgs(index, f"perf{index}", inv.bootstrap_servers, TOPIC, dict(props),
+                                     rate / producers if rate else None, start_ns, end_ns, size, 64, tmp, ledger_on)
+            proc = ctx.Process(target=load.producer_main, args=(args, counters, index))
+            proc.start()
+            procs.append(proc)
+        for proc in procs:
+            proc.join()
+        elapsed = (time.time_ns() - start_ns) / 1e9
+        acked = sum(counters[i * load.COUNTERS + 1] for i in range(producers))
+        result = {"acked": acked, "elapsed_s": elapsed, "acked_per_s": acked / elapsed}
+        if ledger_on:
+            table = ledger.read(Path(tmp), ledger.PRODUCE_SCHEMA)
+            delay = pc.divide(pc.cast(pc.subtract(table.column("sent_ns"), table.column("intended_ns")), "double"), 1e6)
+            quantiles = pc.quantile(delay, q=[0.5, 0.99, 0.999]).to_pylist()
+            result.update(sent=table.num_rows, send_delay_p50_ms=quantiles[0], send_delay_p99_ms=quantiles[1],
+                          send_delay_p999_ms=quantiles[2])
+            if rate:
+                result["achieved_over_target"] = table.num_rows / (rate * seconds)
+    return result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--inventory", type=Path, default=paths.DEFAULT_INVENTORY)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--seconds", type=float, default=10.0, help="length of each generator measurement")
+    parser.add_argument("--records", type=int, default=500_000, help="records of each perf-test measurement")
+    parser.add_argument("--size", type=int, default=100)
+    parser.add_argument("--producers", type=int, default=2, help="producer processes of the generator")
+    parser.add_argument("--acks", default="all")
+    args = parser.parse_args()
+
+    inv = inventory_lib.load(args.inventory)
+    props = {"acks": args.acks, "linger.ms": "5", "batch.size": "65536", "compression.type": "none"}
+    topics.ensure_topic(inv.bootstrap_servers, TOPIC, 3, min(3, len(inv.brokers)))
+    rows: dict[str, list] = {"perf_test": [], "ledger_on": [], "ledger_off": [], "half_rate": []}
+    for round_ in range(1, args.repeat + 1):  # interleaved, so drift of the machine hits all alike
+        rows["perf_test"].append(perf_test(inv, args.records, args.size, props))
+        rows["ledger_on"].append(generator(inv, args.producers, args.seconds, args.size, props, None, True))
+        rows["ledger_off"].append(generator(inv, args.producers, args.seconds, args.size, props, None, False))
+        half = rows["ledger_on"][-1]["acked_per_s"] / 2
+        rows["half_rate"].append({"target_per_s": half, **generator(inv, args.producers, args.seconds, args.size,
+                                                                     props, half, True)})
+        print(f"round {round_}: perf-test {rows['perf_test'][-1]:,.0f}/s, generator ledger on "
+              f"{rows['ledger_on'][-1]['acked_per_s']:,.0f}/s, off {rows['ledger_off'][-1]['acked_per_s']:,.0f}/s, "
+              f"half rate achieved/target {rows['half_rate'][-1]['achieved_over_target']:.4f}, "
+              f"send delay p99 {rows['half_rate'][-1]['send_delay_p99_ms']:.3f} ms", flush=True)
+
+    med = statistics.median
+    perf = med(rows["perf_test"])
+    on = med(r["acked_per_s"] for r in rows["ledger_on"])
+    off = med(r["acked_per_s"] for r in rows["ledger_off"])
+    achieved = med(r["achieved_over_target"] for r in rows["half_rate"])
+    p99 = med(r["send_delay_p99_ms"] for r in rows["half_rate"])
+    results = {
+        "settings": {**props, "size": args.size, "producers": args.producers, "repeat": args.repeat},
+        "medians": {"perf_test_per_s": perf, "ledger_on_per_s": on, "ledger_off_per_s": off,
+                    "half_rate_achieved_over_target": achieved, "half_rate_send_delay_p99_ms": p99},
+        "ratios": {"generator_over_perf_test": on / perf, "ledger_on_over_off": on / off},
+        "targets": {"generator_over_perf_test": ">= 1.0", "ledger_on_over_off": ">= 0.9",
+                    "half_rate_achieved_over_target": ">= 0.99", "half_rate_send_delay_p99_ms": "<= 1.0"},
+        "raw": rows,
+    }
+    print(f"\nmedians of {args.repeat} rounds (acks={args.acks}, {args.size} B, linger.ms 5, batch.size 65536):")
+    print(f"  generator (ledger on) / producer-perf-test : {on:,.0f} / {perf:,.0f} = {on / perf:.2f}   (target >= 1.0)")
+    print(f"  ledger on / ledger off                     : {on:,.0f} / {off:,.0f} = {on / off:.2f}   (target >= 0.9)")
+    print(f"  achieved / target at half rate             : {achieved:.4f}   (target >= 0.99)")
+    print(f"  send delay p99 at half rate                : {p99:.3f} ms   (target <= 1 ms)")
+    out = paths.PROJECT_ROOT / "benchmarks" / "results" / f"perf-producer-{time.strftime('%Y%m%dT%H%M%S')}.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(results, indent=2))
+    print(f"raw figures: {out}")
+
+
+if __name__ == "__main__":
+    main()
