@@ -22,7 +22,7 @@ import pyarrow.compute as pc
 import yaml
 
 from benchmarks import cluster, faults, ledger, load, topics
-from benchmarks.ansible import PlaybookRunner
+from benchmarks.ansible import AnsibleRunner, PlaybookRunner
 from benchmarks.inventory import ClusterInventory
 from benchmarks.scenario import Scenario
 from benchmarks.timeline import EventLog, TimelineSampler
@@ -92,6 +92,11 @@ def _effective_config(bootstrap: str, topic: str, scenario: Scenario) -> tuple[d
     resource = ConfigResource(ConfigResource.Type.TOPIC, topic)
     entries = admin.describe_configs([resource])[resource].result(timeout=30)
     topic_config = {name: entry.value for name, entry in entries.items()}
+    brokers = {}
+    for broker_id in sorted(admin.list_topics(timeout=30).brokers):
+        res = ConfigResource(ConfigResource.Type.BROKER, str(broker_id))
+        brokers[str(broker_id)] = {n: e.value for n, e in admin.describe_configs([res])[res].result(timeout=30).items()
+                                   if not e.is_sensitive}
     md = admin.list_topics(topic, timeout=30).topics[topic]
     rf = {len(p.replicas) for p in md.partitions.values()}
     w = scenario.workload
@@ -113,6 +118,7 @@ def _effective_config(bootstrap: str, topic: str, scenario: Scenario) -> tuple[d
                    "librdkafka": confluent_kafka.libversion()[0], "producer": resolved,
                    "consumer": dict(scenario.client.consumer)},
         "topic": topic_config,
+        "brokers": brokers,
         "topic_layout": {"partitions": len(md.partitions), "replication_factor": sorted(rf)},
     }, reasons
 
@@ -160,6 +166,9 @@ def execute(scenario: Scenario, inventory: ClusterInventory, inventory_path: Pat
         if progress:
             progress(Snapshot(run_id, phase, elapsed, warmup_s + duration_s, *_totals(), consumed_now(), active_names()))
 
+    # The run's playbooks keep their ansible-runner artifacts in the run directory.
+    if isinstance(runner, AnsibleRunner):
+        runner = AnsibleRunner(artifact_root=run_dir / "ansible", verbosity=runner.verbosity)
     ctx = multiprocessing.get_context("spawn")
     counters = ctx.Array("q", load.COUNTERS * (w.producers + sum(g.consumers for g in w.consumer_groups)), lock=False)
     consumers: list[tuple[str, Any, Any, int]] = []  # (group, process, stop event, slot)
@@ -306,6 +315,12 @@ def execute(scenario: Scenario, inventory: ClusterInventory, inventory_path: Pat
         if timeline:
             timeline.stop()
 
+    runner.run("collect-logs.yml", inventory_path, extravars={"collect_logs_dest": str(run_dir / "logs")})
+    ids = {f["fault_id"] for f in fault_log}
+    with open(run_dir / "fault-journal.jsonl", "w", encoding="utf-8") as handle:
+        for entry in injector.journal.entries():
+            if entry["fault_id"] in ids:
+                handle.write(json.dumps(entry) + "\n")
     counts = _ledger_summary(run_dir)
     sent, acked_live, failed, indeterminate = _totals()
     measured = max(duration_s, 1e-9)

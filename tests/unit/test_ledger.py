@@ -1,0 +1,69 @@
+"""The ledger writer's guarantees, with an injected clock."""
+
+from __future__ import annotations
+
+from benchmarks import ledger
+
+
+class Clock:
+    def __init__(self):
+        self.now = 0.0
+
+    def __call__(self):
+        return self.now
+
+
+def row(seq, outcome="acked"):
+    return ("run", 0, seq, 3, 10, 11, 12, outcome, 1 if outcome == "acked" else None, seq, None)
+
+
+def test_parts_are_written_at_least_once_a_second(tmp_path):
+    clock = Clock()
+    writer = ledger.LedgerWriter(tmp_path, "producer-000", ledger.PRODUCE_SCHEMA, clock=clock)
+    writer.append(*row(0))
+    clock.now = 0.5
+    writer.maybe_flush()
+    assert list(tmp_path.glob("*.parquet")) == [], "flushed before the interval"
+    clock.now = 1.0
+    writer.maybe_flush()
+    assert [p.name for p in tmp_path.glob("*.parquet")] == ["producer-000-00000.parquet"]
+    writer.append(*row(1, "indeterminate"))
+    writer.close()
+    table = ledger.read(tmp_path, ledger.PRODUCE_SCHEMA)
+    assert table.column("seq").to_pylist() == [0, 1]
+    assert table.column("outcome").to_pylist() == ["acked", "indeterminate"]
+    assert table.column("partition").to_pylist() == [1, None]
+
+
+def test_a_new_writer_never_overwrites_existing_parts_and_temp_files_are_ignored(tmp_path):
+    first = ledger.LedgerWriter(tmp_path, "producer-000", ledger.PRODUCE_SCHEMA)
+    first.append(*row(0))
+    first.close()
+    (tmp_path / "producer-000-00009.parquet.tmp").write_bytes(b"half a file from a crash")
+    second = ledger.LedgerWriter(tmp_path, "producer-000", ledger.PRODUCE_SCHEMA)
+    second.append(*row(1))
+    second.close()
+    assert sorted(p.name for p in tmp_path.glob("*.parquet")) == ["producer-000-00000.parquet", "producer-000-00001.parquet"]
+    assert sorted(ledger.read(tmp_path, ledger.PRODUCE_SCHEMA).column("seq").to_pylist()) == [0, 1]
+
+
+def test_buffer_limit_forces_a_flush(tmp_path):
+    writer = ledger.LedgerWriter(tmp_path, "c", ledger.PRODUCE_SCHEMA, max_rows=3)
+    for seq in range(7):
+        writer.append(*row(seq))
+    assert writer.written == 6 and writer.rows == 1
+
+
+def test_disabled_writer_writes_nothing(tmp_path):
+    writer = ledger.LedgerWriter(tmp_path / "off", "p", ledger.PRODUCE_SCHEMA, enabled=False)
+    writer.append(*row(0))
+    writer.close()
+    assert not (tmp_path / "off").exists()
+
+
+def test_outcomes_of_delivery_errors():
+    assert ledger.outcome_of(None) == "acked"
+    assert ledger.outcome_of("_MSG_TIMED_OUT") == "indeterminate"
+    assert ledger.outcome_of("NOT_ENOUGH_REPLICAS_AFTER_APPEND") == "indeterminate"
+    assert ledger.outcome_of("NOT_ENOUGH_REPLICAS") == "failed"
+    assert ledger.outcome_of("_UNKNOWN_PARTITION") == "failed"
