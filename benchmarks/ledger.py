@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import itertools
 import os
+import queue
+import threading
 import time
 from pathlib import Path
 from typing import Any, Callable
@@ -58,10 +60,15 @@ def outcome_of(error_name: str | None) -> str:
 
 
 class LedgerWriter:
-    """Buffers rows of one schema and writes Parquet parts under `directory/prefix-NNNNN.parquet`."""
+    """Buffers rows of one schema and writes Parquet parts under `directory/prefix-NNNNN.parquet`.
+
+    With `background=True` a flush only hands the buffered rows to a writer thread, so the
+    caller (a producer on its send schedule) does not stall while a part is encoded and
+    compressed; parts keep their order and `close()` waits for all of them."""
 
     def __init__(self, directory: Path, prefix: str, schema: pa.Schema, flush_interval_s: float = 1.0,
-                 max_rows: int = 200_000, clock: Callable[[], float] = time.monotonic, enabled: bool = True) -> None:
+                 max_rows: int = 200_000, clock: Callable[[], float] = time.monotonic, enabled: bool = True,
+                 background: bool = False) -> None:
         self.directory = Path(directory)
         self.prefix = prefix
         self.schema = schema
@@ -74,8 +81,15 @@ class LedgerWriter:
         self.written = 0
         self._parts = itertools.count()
         self._last_flush = clock()
+        self._queue: queue.Queue | None = None
+        self._thread: threading.Thread | None = None
+        self._error: BaseException | None = None
         if enabled:
             self.directory.mkdir(parents=True, exist_ok=True)
+        if enabled and background:
+            self._queue = queue.Queue()
+            self._thread = threading.Thread(target=self._drain, name=f"ledger-{prefix}", daemon=True)
+            self._thread.start()
 
     def append(self, *values: Any) -> None:
         """Append one row, values in schema order."""
@@ -93,22 +107,46 @@ class LedgerWriter:
 
     def flush(self) -> None:
         self._last_flush = self.clock()
+        if self._error is not None:
+            raise RuntimeError(f"ledger {self.directory}/{self.prefix}: writing a part failed") from self._error
         if not self.rows:
             return
-        table = pa.table(self.columns, schema=self.schema)
         while True:
             final = self.directory / f"{self.prefix}-{next(self._parts):05d}.parquet"
             if not final.exists():
                 break
+        columns, self.columns = self.columns, {name: [] for name in self.schema.names}
+        self.written += self.rows
+        self.rows = 0
+        if self._queue is not None:
+            self._queue.put((columns, final))
+        else:
+            self._write(columns, final)
+
+    def _write(self, columns: dict[str, list[Any]], final: Path) -> None:
+        table = pa.table(columns, schema=self.schema)
         tmp = final.with_suffix(".parquet.tmp")
         pq.write_table(table, tmp, compression="zstd")
         os.replace(tmp, final)
-        self.written += self.rows
-        self.columns = {name: [] for name in self.schema.names}
-        self.rows = 0
+
+    def _drain(self) -> None:
+        while True:
+            item = self._queue.get()
+            if item is None:
+                return
+            try:
+                self._write(*item)
+            except BaseException as exc:  # reported by the next flush or by close
+                self._error = exc
 
     def close(self) -> None:
         self.flush()
+        if self._thread is not None:
+            self._queue.put(None)
+            self._thread.join()
+            self._thread = None
+            if self._error is not None:
+                raise RuntimeError(f"ledger {self.directory}/{self.prefix}: writing a part failed") from self._error
 
 
 def read(directory: Path, schema: pa.Schema) -> pa.Table:

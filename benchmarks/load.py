@@ -74,7 +74,7 @@ def producer_main(args: ProducerArgs, counters, slot: int) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the runner decides when producers stop
     tag = run_tag(args.run_id)
     out = ledger.LedgerWriter(Path(args.ledger_dir), f"producer-{args.index:03d}", ledger.PRODUCE_SCHEMA,
-                              enabled=args.ledger_enabled)
+                              enabled=args.ledger_enabled, background=True)
     pending: dict[int, tuple[int, int, int]] = {}  # seq -> (intended, sent, key)
     base = slot * COUNTERS
     stats = [0, 0, 0, 0]

@@ -47,6 +47,16 @@ def test_a_new_writer_never_overwrites_existing_parts_and_temp_files_are_ignored
     assert sorted(ledger.read(tmp_path, ledger.PRODUCE_SCHEMA).column("seq").to_pylist()) == [0, 1]
 
 
+def test_background_writer_keeps_part_order_and_waits_on_close(tmp_path):
+    writer = ledger.LedgerWriter(tmp_path, "producer-001", ledger.PRODUCE_SCHEMA, background=True, max_rows=10)
+    for seq in range(95):
+        writer.append(*row(seq))
+    writer.close()
+    parts = sorted(p.name for p in tmp_path.glob("*.parquet"))
+    assert len(parts) == 10 and not list(tmp_path.glob("*.tmp"))
+    assert ledger.read(tmp_path, ledger.PRODUCE_SCHEMA).column("seq").to_pylist() == list(range(95))
+
+
 def test_buffer_limit_forces_a_flush(tmp_path):
     writer = ledger.LedgerWriter(tmp_path, "c", ledger.PRODUCE_SCHEMA, max_rows=3)
     for seq in range(7):
