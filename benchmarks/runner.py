@@ -97,7 +97,14 @@ def _effective_config(bootstrap: str, topic: str, scenario: Scenario) -> tuple[d
         res = ConfigResource(ConfigResource.Type.BROKER, str(broker_id))
         brokers[str(broker_id)] = {n: e.value for n, e in admin.describe_configs([res])[res].result(timeout=30).items()
                                    if not e.is_sensitive}
-    md = admin.list_topics(topic, timeout=30).topics[topic]
+    # A just-created topic reaches every broker's metadata cache a little later: ask until the
+    # answering broker knows it, or the comparison below would report a difference that is not.
+    deadline = time.monotonic() + 30
+    while True:
+        md = admin.list_topics(topic, timeout=30).topics[topic]
+        if (md.partitions and not md.error) or time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
     rf = {len(p.replicas) for p in md.partitions.values()}
     w = scenario.workload
     reasons = []
