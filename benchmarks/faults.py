@@ -17,7 +17,7 @@ import re
 import time
 import uuid
 from pathlib import Path
-from typing import Any, Callable, Iterable, Protocol
+from typing import Any, Callable, Iterable
 
 from benchmarks import paths
 from benchmarks.ansible import PlaybookResult, PlaybookRunner, summarize_failures
@@ -46,11 +46,6 @@ class FaultRecord:
     broker_id: int | None
     inventory: str
     reason: str  # how the target was chosen ("broker 1", "leader of partition 0: broker 2", ...)
-
-
-class FaultInjector(Protocol):
-    def inject(self, record: FaultRecord) -> float: ...
-    def revert(self, record: FaultRecord) -> float: ...
 
 
 def resolve_target(kind: str, target: FaultTarget, inventory: ClusterInventory, status: ClusterStatus | None,

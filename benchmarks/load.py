@@ -38,6 +38,18 @@ def run_tag(run_id: str) -> bytes:
     return run_id.encode()[:8].ljust(8, b"_")
 
 
+def _publish(counters, base: int, stats: list[int]) -> None:
+    """Copy a process's counts into the shared array the runner reads for progress."""
+    for i, value in enumerate(stats):
+        counters[base + i] = value
+
+
+def _record(out: ledger.LedgerWriter, run_id: str, group: str, consumer: str, msg) -> None:
+    """One consumed record of this run, decoded from its header, into the consume ledger."""
+    _, producer, seq, sent = HEADER.unpack_from(msg.value())
+    out.append(run_id, group, consumer, producer, seq, msg.partition(), msg.offset(), sent, time.time_ns())
+
+
 @dataclasses.dataclass(frozen=True)
 class ProducerArgs:
     index: int
@@ -118,22 +130,18 @@ def producer_main(args: ProducerArgs, counters, slot: int) -> None:
         producer.poll(0)
         if seq % 64 == 0:
             out.maybe_flush()
-            for i, value in enumerate(stats):
-                counters[base + i] = value
+            _publish(counters, base, stats)
         seq += 1
     deadline = time.monotonic() + args.flush_timeout_s
     while pending and time.monotonic() < deadline:
         producer.flush(0.5)
         out.maybe_flush()
-        for i, value in enumerate(stats):
-            counters[base + i] = value
-    now = time.time_ns()
+        _publish(counters, base, stats)
     for seq_left, (intended, sent, key) in sorted(pending.items()):  # no delivery report at all
         out.append(args.run_id, args.index, seq_left, key, intended, sent, None, "indeterminate", None, None, "_NO_REPORT")
         stats[3] += 1
     out.close()
-    for i, value in enumerate(stats):
-        counters[base + i] = value
+    _publish(counters, base, stats)
 
 
 def consumer_main(args: ConsumerArgs, counters, slot: int, stop) -> None:
@@ -155,9 +163,7 @@ def consumer_main(args: ConsumerArgs, counters, slot: int, stop) -> None:
             for msg in consumer.consume(500, 0.2):
                 if msg.error() or msg.value() is None or not msg.value().startswith(tag):
                     continue
-                _, producer, seq, sent = HEADER.unpack_from(msg.value())
-                out.append(args.run_id, args.group, args.name, producer, seq, msg.partition(), msg.offset(), sent,
-                           time.time_ns())
+                _record(out, args.run_id, args.group, args.name, msg)
                 consumed += 1
             out.maybe_flush()
             counters[slot * COUNTERS] = consumed
@@ -189,9 +195,7 @@ def final_read(bootstrap: str, topic: str, run_id: str, ledger_dir: Path, config
                 if msg.error():
                     continue
                 if msg.value() and msg.value().startswith(tag):
-                    _, producer, seq, sent = HEADER.unpack_from(msg.value())
-                    out.append(run_id, "final-read", "final-read", producer, seq, msg.partition(), msg.offset(), sent,
-                               time.time_ns())
+                    _record(out, run_id, "final-read", "final-read", msg)
                 if msg.offset() >= ends[msg.partition()] - 1:
                     todo.discard(msg.partition())
             out.maybe_flush()

@@ -64,7 +64,7 @@ class RunSummary:
     acked_lost_ids: list[str]  # up to 20 "producer:seq"
     final_read: int            # distinct messages of this run found by the final read
     consumed: dict[str, int]   # distinct messages per consumer group
-    throughput_msgs_s: float   # acked messages per second over the measured phase
+    throughput_msgs_s: float   # acked messages per second over the whole load phase (warm-up included)
     faults: list[dict[str, Any]]
     valid: bool
     invalid_reasons: list[str]
@@ -188,7 +188,7 @@ def execute(scenario: Scenario, inventory: ClusterInventory, inventory_path: Pat
     def _totals() -> tuple[int, int, int, int]:
         sums = [0, 0, 0, 0]
         for slot in range(w.producers):
-            for i in range(4):
+            for i in range(load.COUNTERS):
                 sums[i] += counters[slot * load.COUNTERS + i]
         return tuple(sums)  # type: ignore[return-value]
 
@@ -330,13 +330,12 @@ def execute(scenario: Scenario, inventory: ClusterInventory, inventory_path: Pat
                 handle.write(json.dumps(entry) + "\n")
     counts = _ledger_summary(run_dir)
     sent, acked_live, failed, indeterminate = _totals()
-    measured = max(duration_s, 1e-9)
     summary = RunSummary(
         run_id=run_id, scenario=scenario.name, run_dir=str(run_dir), topic=topic, acks=scenario.client.acks,
         replication_factor=w.replication_factor, min_insync_replicas=w.min_insync_replicas,
         sent=counts["sent"], acked=counts["acked"], failed=counts["failed"], indeterminate=counts["indeterminate"],
         acked_lost=counts["acked_lost"], acked_lost_ids=counts["acked_lost_ids"], final_read=counts["final_read"],
-        consumed=counts["consumed"], throughput_msgs_s=counts["acked"] / (warmup_s + measured),
+        consumed=counts["consumed"], throughput_msgs_s=counts["acked"] / (warmup_s + duration_s),
         faults=fault_log, valid=not invalid, invalid_reasons=invalid,
         live_counters={"sent": sent, "acked": acked_live, "failed": failed, "indeterminate": indeterminate},
     )
