@@ -56,6 +56,13 @@ class RunSummary:
     acks: str
     replication_factor: int
     min_insync_replicas: int
+    unclean_leader_election: bool
+    partitions: int
+    message_size: int
+    fault: str                 # the scenario's fault schedule in words; "none"
+    load_start_ns: int         # first intended send (wall clock, ns)
+    measured_from_ns: int      # end of the warm-up
+    load_end_ns: int           # last intended send
     sent: int
     acked: int
     failed: int
@@ -159,7 +166,7 @@ def execute(scenario: Scenario, inventory: ClusterInventory, inventory_path: Pat
     run_dir = Path(results_root) / f"{run_id}-{scenario.name}"
     run_dir.mkdir(parents=True, exist_ok=False)  # a run never overwrites another
     (run_dir / "scenario.yaml").write_text(yaml.safe_dump(scenario.model_dump(mode="json"), sort_keys=False))
-    events = EventLog(run_dir / "events.jsonl")
+    events = EventLog(run_dir / "events.jsonl", run_id)
     seed = seed if seed is not None else random.SystemRandom().randrange(2**31)
     rng = random.Random(seed)
     warmup_s, duration_s, factor = _scaled(scenario, quick)
@@ -202,6 +209,7 @@ def execute(scenario: Scenario, inventory: ClusterInventory, inventory_path: Pat
         return [f"{r.kind} {r.reason}" for r in active.values()]
 
     timeline = None
+    start_ns = end_ns = 0
     try:
         show("healing")
         events.write("heal-before-run")
@@ -214,7 +222,7 @@ def execute(scenario: Scenario, inventory: ClusterInventory, inventory_path: Pat
         effective, invalid = _effective_config(bootstrap, topic, scenario)
         (run_dir / "effective-config.json").write_text(json.dumps(effective, indent=2))
 
-        timeline = TimelineSampler(bootstrap, topic, run_dir / "timeline")
+        timeline = TimelineSampler(bootstrap, topic, run_dir / "timeline", run_id=run_id)
         timeline.start()
         slot = w.producers
         for group in w.consumer_groups:
@@ -333,7 +341,9 @@ def execute(scenario: Scenario, inventory: ClusterInventory, inventory_path: Pat
     summary = RunSummary(
         run_id=run_id, scenario=scenario.name, run_dir=str(run_dir), topic=topic, acks=scenario.client.acks,
         replication_factor=w.replication_factor, min_insync_replicas=w.min_insync_replicas,
-        sent=counts["sent"], acked=counts["acked"], failed=counts["failed"], indeterminate=counts["indeterminate"],
+        unclean_leader_election=w.unclean_leader_election, partitions=w.partitions, message_size=w.message_size,
+        fault=scenario.fault_label, load_start_ns=start_ns, measured_from_ns=start_ns + int(warmup_s * 1e9),
+        load_end_ns=end_ns, sent=counts["sent"], acked=counts["acked"], failed=counts["failed"], indeterminate=counts["indeterminate"],
         acked_lost=counts["acked_lost"], acked_lost_ids=counts["acked_lost_ids"], final_read=counts["final_read"],
         consumed=counts["consumed"], throughput_msgs_s=counts["acked"] / (warmup_s + duration_s),
         faults=fault_log, valid=not invalid, invalid_reasons=invalid,

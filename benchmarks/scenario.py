@@ -114,6 +114,18 @@ class Fault(Strict):
     heal_at_s: Annotated[float, Field(ge=0)] | None = None  # None: healed at the end of the run
     target: FaultTarget = FaultTarget(random=True)
 
+    @property
+    def label(self) -> str:
+        """The fault in words: "broker-kill (leader of 0) at 6 s, healed at 12 s"."""
+        t = self.target
+        target = ("" if self.kind == "zookeeper-stop" else
+                  f"broker {t.broker}" if t.broker is not None else
+                  f"leader of {t.leader_of}" if t.leader_of is not None else
+                  f"a follower of {t.follower_of}" if t.follower_of is not None else
+                  "controller" if t.controller else "random broker")
+        healed = f", healed at {self.heal_at_s:g} s" if self.heal_at_s is not None else ""
+        return f"{self.kind}{f' ({target})' if target else ''} at {self.at_s:g} s{healed}"
+
     @model_validator(mode="after")
     def _heal_after_inject(self) -> "Fault":
         if self.heal_at_s is not None and self.heal_at_s <= self.at_s:
@@ -152,6 +164,10 @@ class Scenario(Strict):
     @property
     def topic(self) -> str:
         return self.workload.topic or f"kb-{self.name}"
+
+    @property
+    def fault_label(self) -> str:
+        return "; ".join(f.label for f in self.faults) or "none"
 
 
 class Run(BaseModel):

@@ -15,6 +15,7 @@ import pyarrow as pa
 from benchmarks import ledger
 
 TIMELINE_SCHEMA = pa.schema([
+    ("run_id", pa.string()),
     ("t_ns", pa.int64()),
     ("controller", pa.int32()),       # null when no broker answered
     ("brokers_alive", pa.string()),   # comma-separated broker ids registered
@@ -30,12 +31,13 @@ class TimelineSampler(threading.Thread):
     """Samples metadata of one topic every `interval_s` until stopped."""
 
     def __init__(self, bootstrap: str, topic: str, directory: Path, interval_s: float = 0.5,
-                 admin_factory: Callable[[str], Any] | None = None) -> None:
+                 admin_factory: Callable[[str], Any] | None = None, run_id: str = "") -> None:
         super().__init__(name="timeline", daemon=True)
         from benchmarks.cluster import admin_client
 
         self.admin = (admin_factory or admin_client)(bootstrap)
         self.topic = topic
+        self.run_id = run_id
         self.interval_s = interval_s
         self.out = ledger.LedgerWriter(directory, "timeline", TIMELINE_SCHEMA)
         self._halt = threading.Event()
@@ -55,17 +57,17 @@ class TimelineSampler(threading.Thread):
         try:
             md = self.admin.list_topics(self.topic, timeout=max(0.4, self.interval_s))
         except Exception as exc:  # no broker answered: that is data too
-            self.out.append(now, None, "", None, None, None, None, str(exc)[:200])
+            self.out.append(self.run_id, now, None, "", None, None, None, None, str(exc)[:200])
             return
         alive = ",".join(str(b) for b in sorted(md.brokers))
         controller = md.controller_id if md.controller_id >= 0 else None
         topic = md.topics.get(self.topic)
         if topic is None or not topic.partitions:
-            self.out.append(now, controller, alive, None, None, None, None, "topic not in metadata")
+            self.out.append(self.run_id, now, controller, alive, None, None, None, None, "topic not in metadata")
         else:
             for p in sorted(topic.partitions.values(), key=lambda p: p.id):
                 leader = p.leader if p.leader >= 0 else None
-                self.out.append(now, controller, alive, p.id, leader, ",".join(map(str, p.replicas)),
+                self.out.append(self.run_id, now, controller, alive, p.id, leader, ",".join(map(str, p.replicas)),
                                 ",".join(map(str, p.isrs)), None)
                 self.last[p.id] = (leader, tuple(p.isrs))
         self.samples += 1
@@ -77,14 +79,15 @@ class TimelineSampler(threading.Thread):
 
 
 class EventLog:
-    """events.jsonl of a run: one JSON object per line, flushed at once."""
+    """events.jsonl of a run: one JSON object per line, flushed at once, each naming its run."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, run_id: str = "") -> None:
         self.path = Path(path)
+        self.run_id = run_id
         self._lock = threading.Lock()
 
     def write(self, event: str, **detail: Any) -> dict[str, Any]:
-        line = {"t_ns": time.time_ns(), "event": event, **detail}
+        line = {"t_ns": time.time_ns(), "run_id": self.run_id, "event": event, **detail}
         with self._lock, open(self.path, "a", encoding="utf-8") as handle:
             handle.write(json.dumps(line, default=str) + "\n")
         return line

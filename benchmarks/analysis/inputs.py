@@ -1,0 +1,71 @@
+"""The I/O edge of the analysis: a run directory, or a directory of runs (a sweep, a suite),
+read into the DataFrames `metrics.analyse` takes. Paths are whatever Spark reads: local
+directories, hdfs://, s3a://, ...; the files are found with Hadoop's file system API."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from benchmarks.analysis import schemas
+
+
+class InputError(ValueError):
+    """The directory holds no run, or a run lacks what the analysis needs; the message names it."""
+
+
+@dataclasses.dataclass
+class Inputs:
+    run_dirs: list[str]
+    runs: DataFrame
+    events: DataFrame
+    produce: DataFrame
+    consume: DataFrame
+    timeline: DataFrame
+
+
+def _glob(spark: SparkSession, pattern: str) -> list[str]:
+    jvm = spark.sparkContext._jvm
+    path = jvm.org.apache.hadoop.fs.Path(pattern)
+    fs = path.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
+    found = fs.globStatus(path)
+    return sorted(str(status.getPath().toString()) for status in found) if found else []
+
+
+def run_directories(spark: SparkSession, root: str) -> list[str]:
+    """`root` itself when it is a run directory (it has summary.json), else the run
+    directories directly under it."""
+    root = root.rstrip("/")
+    summaries = _glob(spark, f"{root}/summary.json") or _glob(spark, f"{root}/*/summary.json")
+    if not summaries:
+        raise InputError(f"{root}: no run here: expected {root}/summary.json, or run directories "
+                         f"{root}/*/summary.json (as `kafka-bench run` writes them)")
+    return [s.rsplit("/", 1)[0] for s in summaries]
+
+
+def _parquet(spark: SparkSession, run_dirs: list[str], sub: str, expected, name: str) -> DataFrame:
+    patterns = [f"{d}/{sub}/*.parquet" for d in run_dirs if _glob(spark, f"{d}/{sub}/*.parquet")]
+    if not patterns:
+        return spark.createDataFrame([], expected)
+    return schemas.check(spark.read.parquet(*patterns), expected, f"{name} ({sub}/*.parquet)")
+
+
+def read(spark: SparkSession, root: str) -> Inputs:
+    run_dirs = run_directories(spark, root)
+    runs = spark.read.option("multiLine", True).json([f"{d}/summary.json" for d in run_dirs])
+    runs = schemas.check(runs, schemas.RUNS, f"{root}: summary.json")
+    stale = runs.filter(F.col("load_start_ns").isNull() | F.col("run_id").isNull()).select("run_id").collect()
+    if stale:
+        raise InputError(f"{root}: summary.json of run(s) {', '.join(str(r.run_id) for r in stale)} lacks the load "
+                         f"window (written by an older kafka-bench); re-run the scenario")
+    events = spark.read.schema(schemas.EVENTS).json([f"{d}/events.jsonl" for d in run_dirs])
+    if events.filter(F.col("run_id").isNull()).limit(1).count():
+        raise InputError(f"{root}: events.jsonl lines without run_id (written by an older kafka-bench)")
+    return Inputs(
+        run_dirs=run_dirs, runs=runs, events=events,
+        produce=_parquet(spark, run_dirs, "ledger/produce", schemas.PRODUCE, "produce ledger"),
+        consume=_parquet(spark, run_dirs, "ledger/consume", schemas.CONSUME, "consume ledger"),
+        timeline=_parquet(spark, run_dirs, "timeline", schemas.TIMELINE, "timeline"),
+    )

@@ -1,0 +1,40 @@
+"""The Spark session of an analysis: local[*] by default, any cluster by --master and --conf."""
+
+from __future__ import annotations
+
+import os
+from typing import Iterable
+
+# Small data by Spark's standards: few shuffle partitions keep a 2-core laptop busy, not queued.
+DEFAULTS = {
+    "spark.ui.enabled": "false",
+    "spark.ui.showConsoleProgress": "false",
+    "spark.sql.session.timeZone": "UTC",
+    "spark.sql.shuffle.partitions": "8",
+    "spark.sql.adaptive.enabled": "true",
+    "spark.driver.memory": "4g",
+    "spark.sql.execution.arrow.pyspark.enabled": "false",
+}
+
+
+def parse_conf(pairs: Iterable[str]) -> dict[str, str]:
+    """`KEY=VALUE` strings (as given to --conf) as a dict; a string without `=` is an error naming it."""
+    conf = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise ValueError(f"--conf {pair!r}: expected KEY=VALUE, e.g. spark.executor.memory=4g")
+        conf[key.strip()] = value
+    return conf
+
+
+def spark_session(master: str = "local[*]", conf: dict[str, str] | None = None, app_name: str = "kafka-bench-analysis"):
+    from pyspark.sql import SparkSession
+
+    os.environ.setdefault("PYSPARK_PYTHON", os.sys.executable)
+    builder = SparkSession.builder.master(master).appName(app_name)
+    for key, value in {**DEFAULTS, **(conf or {})}.items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark

@@ -1,0 +1,157 @@
+"""Every metric of the analysis, checked exactly on a hand-built run (tests/analysis/ledgers.py)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from pyspark.sql import functions as F
+from pyspark.testing import assertDataFrameEqual
+
+from benchmarks.analysis import metrics, schemas
+from tests.analysis import ledgers
+from tests.analysis.ledgers import RUN, ns
+
+pytestmark = pytest.mark.spark
+
+
+@pytest.fixture(scope="module")
+def analysis(spark):
+    return metrics.analyse(*ledgers.frames(spark), gap_threshold_s=2.0)
+
+
+def nearest_rank(values, p):
+    """The percentile percentile_approx returns below its accuracy: the smallest value with at
+    least p of the values at or below it."""
+    ordered = sorted(values)
+    return ordered[max(0, math.ceil(p * len(ordered)) - 1)]
+
+
+def test_counts(spark, analysis):
+    expected = spark.createDataFrame(
+        [(RUN, 16, 13, 2, 1, 1, 1, 1, 1, 1, 0)],
+        "run_id string, sent long, acked long, failed long, indeterminate long, lost long, unseen long, "
+        "duplicates long, failed_delivered long, indeterminate_delivered long, unledgered long")
+    assertDataFrameEqual(analysis.counts, expected)
+    assertDataFrameEqual(analysis.reordered, spark.createDataFrame([(RUN, 1)], "run_id string, reordered long"))
+
+
+def test_lost_and_unseen_messages_are_named(spark, analysis):
+    expected = spark.createDataFrame([(RUN, "lost", 0, 3, 0, 2), (RUN, "unseen", 0, 13, 0, 6)],
+                                     "run_id string, status string, producer int, seq long, partition int, offset long")
+    assertDataFrameEqual(analysis.lost, expected)
+
+
+def test_message_status(analysis):
+    status = {(r.producer, r.seq): r.status for r in analysis.status.collect()}
+    assert status[(0, 6)] == "failed"
+    assert status[(0, 8)] == "failed-delivered"
+    assert status[(0, 7)] == "indeterminate-delivered"
+    assert status[(1, 3)] == "delivered"
+    assert status[(0, 5)] == "delivered"
+
+
+def test_phase_windows(spark, analysis):
+    expected = spark.createDataFrame(
+        [(RUN, "warmup", ns(0), ns(1)), (RUN, "steady", ns(1), ns(4)), (RUN, "fault", ns(4), ns(7)),
+         (RUN, "recovery", ns(7), ns(10)), (RUN, "measured", ns(1), ns(10))],
+        "run_id string, phase string, start_ns long, end_ns long")
+    assertDataFrameEqual(metrics.phase_windows(analysis.bounds), expected)
+
+
+def test_throughput_and_counts_per_phase(analysis):
+    rows = {r.phase: r for r in analysis.phases.collect()}
+    got = {p: (r.sent, r.acked, r.failed, r.indeterminate) for p, r in rows.items()}
+    assert got == {"warmup": (2, 2, 0, 0), "steady": (5, 5, 0, 0), "fault": (4, 0, 2, 1),
+                   "recovery": (5, 6, 0, 0), "measured": (14, 11, 2, 1)}
+    assert rows["measured"].throughput_msgs_s == pytest.approx(11 / 9)
+    assert rows["measured"].throughput_mb_s == pytest.approx(11 / 9 * 100 / 1e6)
+    assert rows["steady"].throughput_msgs_s == pytest.approx(5 / 3)
+    assert rows["recovery"].throughput_msgs_s == pytest.approx(2.0)
+    assert rows["fault"].throughput_msgs_s == 0
+
+
+def test_latency_percentiles(analysis):
+    measured = [(a - i) * 1000 for p, s, i, se, a, o, *_ in ledgers.PRODUCED if o == "acked" and i >= 1]
+    row = next(r for r in analysis.phases.collect() if r.phase == "measured")
+    for p, name in zip(metrics.PERCENTILES, metrics.PERCENTILE_NAMES):
+        assert getattr(row, f"latency_{name}_ms") == pytest.approx(nearest_rank(measured, p), abs=1e-6)
+    assert row.latency_max_ms == pytest.approx(1500)
+    fault = next(r for r in analysis.phases.collect() if r.phase == "fault")
+    # one message intended during the fault was acked (seq 9, 1.5 s later); latency is by intended time
+    assert (fault.latency_p50_ms, fault.latency_max_ms) == (pytest.approx(1500), pytest.approx(1500))
+
+
+def test_end_to_end_latency(analysis):
+    row = next(r for r in analysis.end_to_end.collect() if r.phase == "measured")
+    assert (row.consumed, row.e2e_p50_ms, row.e2e_max_ms) == (3, pytest.approx(100), pytest.approx(1600))
+
+
+def test_per_second(analysis):
+    rows = {int(r.second): r for r in analysis.per_second.collect()}
+    assert (rows[3].sent, rows[3].acked) == (2, 2)
+    assert (rows[4].sent, rows[4].failed, rows[4].acked) == (1, 1, 0)
+    assert (rows[5].sent, rows[5].failed, rows[5].indeterminate) == (2, 1, 1)
+    assert (rows[7].sent, rows[7].acked, rows[7].latency_p50_ms) == (0, 1, pytest.approx(1500))
+    assert sum(r.sent for r in rows.values()) == 16
+
+
+def test_unavailability_windows(spark, analysis):
+    expected = spark.createDataFrame(
+        [(RUN, 0, ns(3.01), ns(7.5), 4.49, True, True, False, True),
+         (RUN, 1, ns(3.4), ns(8.01), 4.61, True, False, True, True)],
+        "run_id string, partition int, start_ns long, end_ns long, duration_s double, recovered boolean, "
+        "leaderless boolean, under_min_isr boolean, during_fault boolean")
+    got = analysis.unavailability.select(*expected.columns)
+    assertDataFrameEqual(got, expected, rtol=1e-9)
+
+
+def test_a_partition_never_acked_again_is_unavailable_until_the_end(spark):
+    runs, events, produce, consume, timeline = ledgers.frames(spark)
+    cut = produce.filter(~((F.col("partition") == 1) & (F.col("ack_ns") > ns(3))))
+    result = metrics.analyse(runs, events, cut, consume, timeline, gap_threshold_s=2.0)
+    rows = result.unavailability.filter(F.col("partition") == 1).collect()
+    assert [(r.start_ns, r.end_ns, r.recovered) for r in rows] == [(ns(2.03), ns(10), False)]
+
+
+def test_health_time_from_the_timeline(spark, analysis):
+    expected = spark.createDataFrame([(RUN, 0, 1.0, 0.0), (RUN, 1, 0.0, 3.0)],
+                                     "run_id string, partition int, leaderless_s double, under_min_isr_s double")
+    assertDataFrameEqual(analysis.health, expected, rtol=1e-9)
+
+
+def test_leadership_segments(spark, analysis):
+    expected = spark.createDataFrame(
+        [(RUN, 0, ns(0), ns(5), 1, "1,2,3"), (RUN, 0, ns(5), ns(6), None, "2,3"), (RUN, 0, ns(6), ns(8), 2, "2,3"),
+         (RUN, 0, ns(8), ns(10), 2, "2,3,1"),
+         (RUN, 1, ns(0), ns(5), 2, "2,3,1"), (RUN, 1, ns(5), ns(8), 2, "2"), (RUN, 1, ns(8), ns(10), 2, "2,3,1")],
+        "run_id string, partition int, start_ns long, end_ns long, leader int, isr string")
+    assertDataFrameEqual(analysis.segments, expected)
+
+
+def test_fault_impact(spark, analysis):
+    expected = spark.createDataFrame(
+        [(RUN, "f1", 0, 1, 2, 2.0, 1.0, 4.0, 3.5), (RUN, "f1", 1, 2, 2, None, 1.0, 4.0, 4.01)],
+        "run_id string, fault_id string, partition int, leader_before int, leader_after int, new_leader_s double, "
+        "isr_shrink_s double, isr_expand_s double, first_ack_s double")
+    got = analysis.faults.select(*expected.columns)
+    assertDataFrameEqual(got, expected, rtol=1e-9)
+
+
+def test_summary_row(analysis):
+    (row,) = analysis.summary.collect()
+    assert tuple(row.asDict()) == metrics.SUMMARY_COLUMNS
+    assert (row.sent, row.acked, row.failed, row.indeterminate, row.lost, row.unseen, row.duplicates,
+            row.reordered) == (16, 13, 2, 1, 1, 1, 1, 1)
+    assert row.unavailable_s == pytest.approx(4.61)
+    assert row.new_leader_s == pytest.approx(2.0)
+    assert row.throughput_msgs_s == pytest.approx(11 / 9)
+    assert row.e2e_p99_ms == pytest.approx(1600)
+
+
+def test_missing_and_mistyped_columns_are_named(spark):
+    runs, events, produce, consume, timeline = ledgers.frames(spark)
+    with pytest.raises(schemas.SchemaError, match=r"produce ledger: missing column 'ack_ns' \(bigint\)"):
+        metrics.analyse(runs, events, produce.drop("ack_ns"), consume, timeline)
+    with pytest.raises(schemas.SchemaError, match=r"consume ledger: column 'offset' is string, expected bigint"):
+        metrics.analyse(runs, events, produce, consume.withColumn("offset", F.col("offset").cast("string")), timeline)
