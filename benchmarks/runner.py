@@ -51,6 +51,7 @@ class Snapshot:
 class RunSummary:
     run_id: str
     scenario: str
+    description: str
     run_dir: str
     topic: str
     acks: str
@@ -339,7 +340,7 @@ def execute(scenario: Scenario, inventory: ClusterInventory, inventory_path: Pat
     counts = _ledger_summary(run_dir)
     sent, acked_live, failed, indeterminate = _totals()
     summary = RunSummary(
-        run_id=run_id, scenario=scenario.name, run_dir=str(run_dir), topic=topic, acks=scenario.client.acks,
+        run_id=run_id, scenario=scenario.name, description=scenario.description, run_dir=str(run_dir), topic=topic, acks=scenario.client.acks,
         replication_factor=w.replication_factor, min_insync_replicas=w.min_insync_replicas,
         unclean_leader_election=w.unclean_leader_election, partitions=w.partitions, message_size=w.message_size,
         fault=scenario.fault_label, load_start_ns=start_ns, measured_from_ns=start_ns + int(warmup_s * 1e9),

@@ -35,6 +35,7 @@ PERCENTILE_NAMES = ("p50", "p95", "p99", "p999")
 # percentile_approx's accuracy: the rank error is at most n / ACCURACY (exact below ACCURACY rows).
 ACCURACY = 100_000
 GAP_THRESHOLD_S = 1.0
+EXPECTED_ACKS = 5.0  # a gap must also be as long as 5 acks take at the partition's average rate
 FINAL_READ = "final-read"
 _UNBOUNDED = Window.unboundedPreceding
 
@@ -276,14 +277,15 @@ def health_time(states: DataFrame) -> DataFrame:
 
 
 def unavailability(produce: DataFrame, runs: DataFrame, states: DataFrame, bounds: DataFrame,
-                   gap_threshold_s: float = GAP_THRESHOLD_S) -> DataFrame:
+                   gap_threshold_s: float = GAP_THRESHOLD_S, expected_acks: float = EXPECTED_ACKS) -> DataFrame:
     """Windows without a successful ack to a partition: run_id, partition, start_ns, end_ns,
     duration_s, recovered (an ack ended it, not the end of the load), during_fault, and what
     the timeline showed meanwhile (leaderless, under_min_isr).
 
     Acks are first reduced to the first and last ack per 100 ms bucket: a gap of at least the
     threshold (>= 100 ms) always falls between buckets, so the windows are exact and the window
-    function only sorts buckets, not messages."""
+    function only sorts buckets, not messages. A slow partition's threshold is stretched to the
+    time `expected_acks` acks take at its average rate, so sparse traffic is not an outage."""
     runs = schemas.check(runs, schemas.RUNS, "runs")
     acked = produce.filter(F.col("outcome") == "acked")
     buckets = (acked.groupBy("run_id", "partition", F.floor(F.col("ack_ns") / 100_000_000).alias("_bucket"))
@@ -291,6 +293,7 @@ def unavailability(produce: DataFrame, runs: DataFrame, states: DataFrame, bound
                .drop("_bucket").withColumn("sentinel", F.lit(False)))
     parts = runs.select("run_id", "load_start_ns", "load_end_ns",
                         F.explode(F.sequence(F.lit(0), F.col("partitions").cast("int") - 1)).alias("partition"))
+    per_partition = acked.groupBy("run_id", "partition").agg(F.count("*").alias("_acks"))
     last_ack = buckets.groupBy("run_id", "partition").agg(F.max("last_ns").alias("_last"))
     edges = (parts.join(last_ack, on=["run_id", "partition"], how="left")
              .select("run_id", "partition", F.explode(F.array(
@@ -303,7 +306,12 @@ def unavailability(produce: DataFrame, runs: DataFrame, states: DataFrame, bound
             .withColumn("end_ns", F.col("first_ns"))
             .withColumn("recovered", ~F.col("sentinel") | (F.col("end_ns") < F.max("last_ns").over(
                 Window.partitionBy("run_id", "partition"))))
-            .filter(F.col("start_ns").isNotNull() & ((F.col("end_ns") - F.col("start_ns")) >= gap_threshold_s * 1e9))
+            .join(F.broadcast(per_partition), on=["run_id", "partition"], how="left")
+            .join(F.broadcast(runs.select("run_id", "load_start_ns", "load_end_ns")), on="run_id", how="left")
+            .withColumn("_threshold_ns", F.greatest(
+                F.lit(gap_threshold_s * 1e9),
+                expected_acks * (F.col("load_end_ns") - F.col("load_start_ns")) / F.coalesce(F.col("_acks"), F.lit(1))))
+            .filter(F.col("start_ns").isNotNull() & ((F.col("end_ns") - F.col("start_ns")) >= F.col("_threshold_ns")))
             .select("run_id", "partition", "start_ns", "end_ns",
                     ((F.col("end_ns") - F.col("start_ns")) / 1e9).alias("duration_s"), "recovered"))
     seen = (gaps.alias("g").join(states.alias("s"), on=["run_id", "partition"], how="left")
@@ -385,48 +393,53 @@ class Analysis:
 
 
 SUMMARY_COLUMNS = (
-    "run_id", "scenario", "acks", "replication_factor", "min_insync_replicas", "unclean_leader_election", "fault",
+    "run_id", "scenario", "description", "acks", "replication_factor", "min_insync_replicas", "unclean_leader_election", "fault",
     "sent", "acked", "failed", "indeterminate", "lost", "unseen", "duplicates", "reordered", "failed_delivered",
     "indeterminate_delivered", "throughput_msgs_s", "throughput_mb_s", "latency_p50_ms", "latency_p99_ms",
-    "latency_p999_ms", "latency_max_ms", "send_latency_p99_ms", "e2e_p99_ms", "unavailable_s", "new_leader_s", "valid",
+    "latency_p999_ms", "latency_max_ms", "send_latency_p99_ms", "e2e_p99_ms", "unavailable_s", "unavailable_in_fault_s", "new_leader_s", "valid",
 )
 
 
 def summarize(runs: DataFrame, counts_df: DataFrame, reordered_df: DataFrame, phases: DataFrame,
               e2e: DataFrame, unavailable: DataFrame, impact: DataFrame) -> DataFrame:
     """One row per run with SUMMARY_COLUMNS: counts over the whole run; throughput and latency
-    over the measured phase; unavailable_s is the worst partition's total time without acks;
+    over the measured phase; unavailable_s is the worst partition's total time without acks
+    (unavailable_in_fault_s: of windows overlapping the fault phase);
     new_leader_s the slowest leader change after a fault."""
     measured = phases.filter(F.col("phase") == "measured").select(
         "run_id", "throughput_msgs_s", "throughput_mb_s", "latency_p50_ms", "latency_p99_ms", "latency_p999_ms",
         "latency_max_ms", "send_latency_p99_ms")
     e2e_measured = e2e.filter(F.col("phase") == "measured").select("run_id", "e2e_p99_ms")
-    worst = (unavailable.groupBy("run_id", "partition").agg(F.sum("duration_s").alias("_s"))
-             .groupBy("run_id").agg(F.max("_s").alias("unavailable_s")))
+    worst = (unavailable.groupBy("run_id", "partition")
+             .agg(F.sum("duration_s").alias("_s"),
+                  F.sum(F.when(F.col("during_fault"), F.col("duration_s")).otherwise(0.0)).alias("_f"))
+             .groupBy("run_id").agg(F.max("_s").alias("unavailable_s"), F.max("_f").alias("unavailable_in_fault_s")))
     leaders = impact.groupBy("run_id").agg(F.max("new_leader_s").alias("new_leader_s"))
     return (runs.join(counts_df, on="run_id", how="left").join(reordered_df, on="run_id", how="left")
             .join(measured, on="run_id", how="left").join(e2e_measured, on="run_id", how="left")
             .join(worst, on="run_id", how="left").join(leaders, on="run_id", how="left")
             .fillna(0, subset=["sent", "acked", "failed", "indeterminate", "lost", "unseen", "duplicates", "reordered",
                                "failed_delivered", "indeterminate_delivered"])
-            .fillna(0.0, subset=["unavailable_s"])
+            .fillna(0.0, subset=["unavailable_s", "unavailable_in_fault_s"])
             .select(*SUMMARY_COLUMNS).orderBy("scenario", "run_id"))
 
 
 def analyse(runs: DataFrame, events: DataFrame, produce: DataFrame, consume: DataFrame, timeline: DataFrame,
-            gap_threshold_s: float = GAP_THRESHOLD_S) -> Analysis:
+            gap_threshold_s: float = GAP_THRESHOLD_S, expected_acks: float = EXPECTED_ACKS) -> Analysis:
+    """Every job over the same inputs. The per-message status and the timeline states feed
+    several results, so they are cached (the only state this module keeps)."""
     runs = schemas.check(runs, schemas.RUNS, "runs")
     events = schemas.check(events, schemas.EVENTS, "events")
     produce = schemas.check(produce, schemas.PRODUCE, "produce ledger")
     consume = schemas.check(consume, schemas.CONSUME, "consume ledger")
     timeline = schemas.check(timeline, schemas.TIMELINE, "timeline")
     bounds = phase_bounds(runs, events)
-    status = message_status(produce, consume)
+    status = message_status(produce, consume).cache()
     counts_df, reordered_df = counts(status), reordered(status)
     phases = produce_phases(produce, bounds, runs)
     e2e = end_to_end(consume, bounds)
-    states = partition_states(timeline, runs)
-    unavailable = unavailability(produce, runs, states, bounds, gap_threshold_s)
+    states = partition_states(timeline, runs).cache()
+    unavailable = unavailability(produce, runs, states, bounds, gap_threshold_s, expected_acks)
     impact = fault_impact(events, states, produce)
     return Analysis(
         runs=runs, bounds=bounds, status=status, counts=counts_df, reordered=reordered_df, lost=lost_messages(status),

@@ -34,6 +34,7 @@ TIMELINE = from_arrow(timeline.TIMELINE_SCHEMA)
 RUNS = T.StructType([
     T.StructField("run_id", T.StringType()),
     T.StructField("scenario", T.StringType()),
+    T.StructField("description", T.StringType()),
     T.StructField("acks", T.StringType()),
     T.StructField("replication_factor", T.LongType()),
     T.StructField("min_insync_replicas", T.LongType()),

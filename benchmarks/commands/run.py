@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import click
@@ -11,6 +12,7 @@ from rich.table import Table
 
 from benchmarks import paths, runner as runner_lib, scenario as scenario_lib
 from benchmarks.commands.cluster import inventory_option, load_inventory_or_exit, playbook_runner
+from benchmarks.commands.report import analyse_and_report
 from benchmarks.console import console, stdout
 from benchmarks.exit_codes import ExitCode
 
@@ -64,13 +66,15 @@ def scenario_files(name: str) -> list[Path]:
 @click.option("--quick", is_flag=True, help=f"Shorten every run to at most {runner_lib.QUICK_SECONDS:.0f} s of load.")
 @click.option("--seed", type=int, default=None, help="Seed of random fault targets (recorded either way).")
 @click.option("--results", type=click.Path(path_type=Path), default=RESULTS, show_default=True,
-              help="Directory that receives one directory per run.")
+              help="Directory that receives a directory per invocation, holding one directory per run.")
 @click.option("--no-ledger", is_flag=True, help="Do not write the per-message ledger (for overhead measurements).")
+@click.option("--no-report", is_flag=True, help="Do not analyse the runs with Spark at the end.")
 @click.pass_context
 def run(ctx: click.Context, suite_or_file: str, inventory_path: Path, quick: bool, seed: int | None,
-        results: Path, no_ledger: bool) -> None:
+        results: Path, no_ledger: bool, no_report: bool) -> None:
     """Run a built-in suite (seeds, durability) or a scenario file: load, faults, ledger,
-    timeline for every run of its sweep; then a summary per run. Every file is validated
+    timeline for every run of its sweep; then a summary per run, and the analysis of them all
+    (report.html, summary.csv) in the directory of this invocation. Every file is validated
     before the first run starts."""
     inv = load_inventory_or_exit(inventory_path)
     try:
@@ -82,16 +86,19 @@ def run(ctx: click.Context, suite_or_file: str, inventory_path: Path, quick: boo
     skipped = [r for r in runs if not r.scenario]
     for r in skipped:
         console.print(f"skipping sweep point {r.point}: {r.skipped}")
+    sweep_dir = results / f"{time.strftime('%Y%m%dT%H%M%S')}-{Path(suite_or_file).stem}"
     summaries = []
     with Live(console=console, refresh_per_second=4, transient=not console.is_terminal) as live:
         for number, item in enumerate(todo, 1):
             label = f"[{number}/{len(todo)}] {item.scenario.name}"
-            summary = runner_lib.execute(item.scenario, inv, inventory_path, playbook_runner(ctx), results, quick=quick,
+            summary = runner_lib.execute(item.scenario, inv, inventory_path, playbook_runner(ctx), sweep_dir, quick=quick,
                                          ledger_enabled=not no_ledger, seed=seed,
                                          progress=lambda snap, label=label: live.update(_progress_line(snap, label)))
             summaries.append(summary)
             console.print(f"{label}: done, {summary.run_dir}")
     stdout.print(summary_table(summaries, skipped))
     (results / "last-run.json").write_text(json.dumps([s.to_dict() for s in summaries], indent=2))
+    if summaries and not no_report and not no_ledger:
+        analyse_and_report(str(sweep_dir))
     if any(not s.valid for s in summaries):
         raise click.exceptions.Exit(ExitCode.FAILURE)

@@ -66,7 +66,7 @@ def _isr_p1(t: int) -> tuple[int | None, str]:
 
 def frames(spark):
     """(runs, events, produce, consume, timeline) DataFrames of the run."""
-    runs = spark.createDataFrame([(RUN, "hand-built", "all", 3, 2, False, 2, 100, "broker-kill (leader of 0) at 3 s",
+    runs = spark.createDataFrame([(RUN, "hand-built", "a hand-built run", "all", 3, 2, False, 2, 100, "broker-kill (leader of 0) at 3 s",
                                    ns(0), ns(1), ns(10), True)], schemas.RUNS)
     events = spark.createDataFrame([
         (RUN, ns(0), "run-start", None, None, None, None, None),
@@ -87,3 +87,18 @@ def frames(spark):
             samples.append((RUN, ns(t), 2, "1,2,3", partition, state[0], replicas, state[1], None))
     timeline = spark.createDataFrame(samples, schemas.TIMELINE)
     return runs, events, produce, consume, timeline
+
+
+def write_run_dir(spark, directory) -> None:
+    """The hand-built run as `kafka-bench run` lays it out on disk."""
+    import json
+
+    runs, events, produce, consume, timeline = frames(spark)
+    directory.mkdir(parents=True)
+    (directory / "summary.json").write_text(json.dumps(runs.first().asDict()))
+    with open(directory / "events.jsonl", "w", encoding="utf-8") as handle:
+        for row in events.collect():
+            handle.write(json.dumps({k: v for k, v in row.asDict().items() if v is not None}) + "\n")
+    produce.coalesce(1).write.parquet(str(directory / "ledger" / "produce"))
+    consume.coalesce(1).write.parquet(str(directory / "ledger" / "consume"))
+    timeline.coalesce(1).write.parquet(str(directory / "timeline"))

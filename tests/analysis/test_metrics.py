@@ -17,7 +17,7 @@ pytestmark = pytest.mark.spark
 
 @pytest.fixture(scope="module")
 def analysis(spark):
-    return metrics.analyse(*ledgers.frames(spark), gap_threshold_s=2.0)
+    return metrics.analyse(*ledgers.frames(spark), gap_threshold_s=2.0, expected_acks=0)
 
 
 def nearest_rank(values, p):
@@ -109,9 +109,15 @@ def test_unavailability_windows(spark, analysis):
 def test_a_partition_never_acked_again_is_unavailable_until_the_end(spark):
     runs, events, produce, consume, timeline = ledgers.frames(spark)
     cut = produce.filter(~((F.col("partition") == 1) & (F.col("ack_ns") > ns(3))))
-    result = metrics.analyse(runs, events, cut, consume, timeline, gap_threshold_s=2.0)
+    result = metrics.analyse(runs, events, cut, consume, timeline, gap_threshold_s=2.0, expected_acks=0)
     rows = result.unavailability.filter(F.col("partition") == 1).collect()
     assert [(r.start_ns, r.end_ns, r.recovered) for r in rows] == [(ns(2.03), ns(10), False)]
+
+
+def test_sparse_partitions_stretch_the_gap_threshold(spark):
+    # p0 has 6 acks in 10 s: 5 expected acks take 8.3 s, longer than its 4.49 s gap
+    result = metrics.analyse(*ledgers.frames(spark), gap_threshold_s=2.0, expected_acks=5)
+    assert result.unavailability.count() == 0
 
 
 def test_health_time_from_the_timeline(spark, analysis):
@@ -143,7 +149,7 @@ def test_summary_row(analysis):
     assert tuple(row.asDict()) == metrics.SUMMARY_COLUMNS
     assert (row.sent, row.acked, row.failed, row.indeterminate, row.lost, row.unseen, row.duplicates,
             row.reordered) == (16, 13, 2, 1, 1, 1, 1, 1)
-    assert row.unavailable_s == pytest.approx(4.61)
+    assert (row.unavailable_s, row.unavailable_in_fault_s) == (pytest.approx(4.61), pytest.approx(4.61))
     assert row.new_leader_s == pytest.approx(2.0)
     assert row.throughput_msgs_s == pytest.approx(11 / 9)
     assert row.e2e_p99_ms == pytest.approx(1600)

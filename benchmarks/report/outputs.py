@@ -1,0 +1,85 @@
+"""The report of a run or sweep directory, end to end: Spark session, inputs, analysis,
+verdicts, then report.html, summary.csv, summary.parquet and lost-messages.csv."""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+from pathlib import Path
+from urllib.parse import urlparse
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from benchmarks.analysis import inputs, metrics
+from benchmarks.analysis.session import spark_session
+from benchmarks.report import html
+from benchmarks.report.collect import ReportData, collect
+from benchmarks.report.verdict import verdict
+
+SUMMARY_COLUMNS = (*metrics.SUMMARY_COLUMNS, "verdict")
+
+
+@dataclasses.dataclass
+class Report:
+    data: ReportData
+    html: Path
+    csv: Path
+    parquet: Path
+    lost: Path | None
+
+
+def local_directory(root: str) -> Path | None:
+    """The local directory `root` names (a plain path or file:// URL), or None for hdfs://, s3a://, ..."""
+    parsed = urlparse(root)
+    if parsed.scheme in ("", "file"):
+        return Path(parsed.path if parsed.scheme else root)
+    return None
+
+
+def summary_rows(data: ReportData) -> list[dict]:
+    return [{**{c: r.summary[c] for c in metrics.SUMMARY_COLUMNS}, "verdict": r.verdict} for r in data.runs]
+
+
+def write(data: ReportData, out_dir: Path) -> Report:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    rows = summary_rows(data)
+    csv_path = out_dir / "summary.csv"
+    with open(csv_path, "w", newline="", encoding="utf-8") as handle:
+        writer = csv.DictWriter(handle, fieldnames=SUMMARY_COLUMNS)
+        writer.writeheader()
+        writer.writerows(rows)
+    parquet_path = out_dir / "summary.parquet"
+    pq.write_table(pa.Table.from_pylist(rows), parquet_path)
+    lost_path = None
+    if data.lost_all:
+        lost_path = out_dir / "lost-messages.csv"
+        with open(lost_path, "w", newline="", encoding="utf-8") as handle:
+            writer = csv.DictWriter(handle, fieldnames=list(data.lost_all[0]))
+            writer.writeheader()
+            writer.writerows(data.lost_all)
+    html_path = out_dir / "report.html"
+    tmp = html_path.with_suffix(".html.tmp")
+    tmp.write_text(html.page(data), encoding="utf-8")
+    tmp.replace(html_path)
+    return Report(data, html_path, csv_path, parquet_path, lost_path)
+
+
+def build(root: str, out_dir: Path | None = None, master: str = "local[*]", conf: dict[str, str] | None = None,
+          gap_threshold_s: float = metrics.GAP_THRESHOLD_S) -> Report:
+    """Analyse every run under `root` (any path Spark reads) and write the report to `out_dir`
+    (default: `root` itself when it is local)."""
+    if out_dir is None:
+        out_dir = local_directory(root)
+        if out_dir is None:
+            raise inputs.InputError(f"{root} is not a local directory: give --out DIR for the report")
+    spark = spark_session(master, conf)
+    found = inputs.read(spark, root)
+    analysis = metrics.analyse(found.runs, found.events, found.produce, found.consume, found.timeline,
+                               gap_threshold_s=gap_threshold_s)
+    events = [row.asDict() for row in found.events.collect()]
+    data = collect(analysis, events, source=root)
+    peers = [r.summary for r in data.runs]
+    for run in data.runs:
+        run.verdict, run.severity = verdict(run.summary, peers)
+    return write(data, Path(out_dir))

@@ -1,0 +1,72 @@
+"""A verdict per run in plain language, against the other runs of the same sweep.
+
+"0 lost; 18% less throughput than acks=1; 9.8 s without acks on the worst partition during
+broker-kill (leader of 0); new leader after 9.4 s". Runs are compared with the runs that had
+the same fault schedule: the fastest of them sets the throughput baseline, the one with the
+lowest p99 the latency baseline; only the settings that differ are named."""
+
+from __future__ import annotations
+
+from typing import Any
+
+SETTINGS = (("acks", "acks={}"), ("replication_factor", "RF {}"), ("min_insync_replicas", "min ISR {}"),
+            ("unclean_leader_election", "unclean election {}"))
+THROUGHPUT_MARGIN = 0.05  # less than 5% apart is the same throughput on a noisy machine
+LATENCY_MARGIN = 1.25
+
+
+def describe_difference(row: dict[str, Any], baseline: dict[str, Any]) -> str:
+    parts = [fmt.format(_fmt(baseline[key])) for key, fmt in SETTINGS if row[key] != baseline[key]]
+    return ", ".join(parts) or baseline["scenario"]
+
+
+def _fmt(value: Any) -> str:
+    return ("on" if value else "off") if isinstance(value, bool) else str(value)
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n:,} {word}{'' if n == 1 else 's'}"
+
+
+def verdict(row: dict[str, Any], peers: list[dict[str, Any]]) -> tuple[str, str]:
+    """(verdict, severity) of `row`; severity is bad (acknowledged writes lost), warn (writes
+    refused or unconfirmed, acknowledged writes unseen, invalid run) or good."""
+    parts, severity = [], "good"
+    if not row["valid"]:
+        parts.append("INVALID run (effective config differs from the scenario)")
+        severity = "warn"
+    if row["lost"]:
+        parts.append(f"{_plural(row['lost'], 'acknowledged message')} LOST")
+        severity = "bad"
+    else:
+        parts.append("0 lost")
+    if row["unseen"]:
+        parts.append(f"{_plural(row['unseen'], 'acknowledged message')} not in the log (unseen)")
+        severity = "bad" if severity == "bad" else "warn"
+    refused = row["failed"] + row["indeterminate"]
+    if refused:
+        written = row["failed_delivered"] + row["indeterminate_delivered"]
+        said = [text for n, text in ((row["failed"], f"{_plural(row['failed'], 'send')} failed"),
+                                     (row["indeterminate"], f"{_plural(row['indeterminate'], 'send')} unconfirmed")) if n]
+        parts.append(" and ".join(said) + (f" ({written:,} of them written anyway)" if written else ""))
+        severity = "warn" if severity == "good" else severity
+    if row["duplicates"]:
+        parts.append(_plural(row["duplicates"], "duplicate"))
+    same = [p for p in peers if p["fault"] == row["fault"] and p["run_id"] != row["run_id"]]
+    rate = row["throughput_msgs_s"] or 0.0
+    fastest = max(same, key=lambda p: p["throughput_msgs_s"] or 0.0, default=None)
+    if fastest and (fastest["throughput_msgs_s"] or 0.0) > 0 and rate < (1 - THROUGHPUT_MARGIN) * fastest["throughput_msgs_s"]:
+        less = 1 - rate / fastest["throughput_msgs_s"]
+        parts.append(f"{less:.0%} less throughput than {describe_difference(row, fastest)}")
+    else:
+        quickest = min((p for p in same if p["latency_p99_ms"] is not None), key=lambda p: p["latency_p99_ms"], default=None)
+        mine = row["latency_p99_ms"]
+        if quickest and mine is not None and quickest["latency_p99_ms"] > 0 and mine > LATENCY_MARGIN * quickest["latency_p99_ms"]:
+            parts.append(f"p99 latency {mine / quickest['latency_p99_ms']:.1f}x that of "
+                         f"{describe_difference(row, quickest)} ({mine:,.0f} ms vs {quickest['latency_p99_ms']:,.0f} ms)")
+    if row["fault"] != "none":
+        kind = row["fault"].split(" at ")[0]
+        parts.append(f"{row['unavailable_in_fault_s']:.1f} s without acks on the worst partition during {kind}")
+        if row["new_leader_s"] is not None:
+            parts.append(f"new leader after {row['new_leader_s']:.1f} s")
+    return "; ".join(parts), severity

@@ -1,0 +1,88 @@
+"""The report of a run directory: self-contained HTML with the table and the charts, the
+summary files, and clear errors for directories that hold no run."""
+
+from __future__ import annotations
+
+import csv
+import re
+from html.parser import HTMLParser
+
+import pyarrow.parquet as pq
+import pytest
+from click.testing import CliRunner
+
+from benchmarks.analysis import inputs
+from benchmarks.cli import cli
+from benchmarks.exit_codes import ExitCode
+from benchmarks.report import outputs
+from tests.analysis import ledgers
+
+pytestmark = pytest.mark.spark
+
+REQUIRED = ("scenario", "acks", "replication_factor", "min_insync_replicas", "unclean_leader_election", "fault", "sent",
+            "acked", "failed", "indeterminate", "lost", "unseen", "duplicates", "reordered", "throughput_msgs_s",
+            "latency_p50_ms", "latency_p99_ms", "latency_p999_ms", "unavailable_s")
+
+
+class Elements(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.tags: list[tuple[str, dict]] = []
+
+    def handle_starttag(self, tag, attrs):
+        self.tags.append((tag, dict(attrs)))
+
+
+@pytest.fixture(scope="module")
+def sweep(spark, tmp_path_factory):
+    root = tmp_path_factory.mktemp("sweep")
+    ledgers.write_run_dir(spark, root / "r1-hand-built")
+    return root, outputs.build(str(root))
+
+
+def test_html_is_self_contained_and_holds_table_and_charts(sweep):
+    _, report = sweep
+    page = report.html.read_text()
+    parser = Elements()
+    parser.feed(page)
+    tags = [t for t, _ in parser.tags]
+    # nothing to fetch: no script, stylesheet link, image or frame, no url() in CSS
+    assert not {"script", "link", "img", "iframe", "object", "embed"} & set(tags)
+    assert "url(" not in page and "@import" not in page
+    assert {a.get("href", "#")[0] for _, a in parser.tags if "href" in a} <= {"#"}
+    assert set(re.findall(r"https?://[^\"' )]+", page)) == {"http://www.w3.org/2000/svg"}  # the SVG namespace
+    assert tags.count("svg") >= 4  # loss bars, throughput, latency, leader/ISR lanes
+    assert "Who led what, before and after each fault" in page and "What was lost" in page
+    assert "1 acknowledged message LOST" in page
+
+
+def test_summary_files(sweep):
+    root, report = sweep
+    with open(root / "summary.csv", newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    assert len(rows) == 1 and set(REQUIRED) <= set(rows[0])
+    assert (rows[0]["sent"], rows[0]["lost"], rows[0]["unseen"], rows[0]["duplicates"]) == ("16", "1", "1", "1")
+    table = pq.read_table(root / "summary.parquet")
+    assert table.num_rows == 1 and table.column("lost").to_pylist() == [1]
+    with open(report.lost, newline="") as handle:
+        assert [(r["status"], r["producer"], r["seq"]) for r in csv.DictReader(handle)] == [("lost", "0", "3"), ("unseen", "0", "13")]
+
+
+def test_a_single_run_directory_is_a_report_too(spark, sweep):
+    root, _ = sweep
+    report = outputs.build(str(root / "r1-hand-built"))
+    assert [r.summary["run_id"] for r in report.data.runs] == ["r1"]
+
+
+def test_a_directory_without_runs_is_refused_before_anything_is_written(spark, tmp_path):
+    with pytest.raises(inputs.InputError, match=r"no run here: expected .*summary.json"):
+        outputs.build(str(tmp_path))
+    assert list(tmp_path.iterdir()) == []
+    result = CliRunner().invoke(cli, ["report", str(tmp_path / "missing")], standalone_mode=False)
+    assert result.return_value == ExitCode.INVALID_INPUT
+    assert "no run here" in result.output
+
+
+def test_bad_spark_conf_is_a_usage_error():
+    result = CliRunner().invoke(cli, ["report", "/tmp", "--conf", "spark.executor.memory"])
+    assert result.exit_code == 2 and "expected KEY=VALUE" in result.output

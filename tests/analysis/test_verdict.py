@@ -1,0 +1,42 @@
+"""Verdicts in plain language, compared within the runs of the same fault schedule."""
+
+from __future__ import annotations
+
+from benchmarks.report.verdict import verdict
+
+
+def row(**over):
+    base = {"run_id": "a", "scenario": "s", "acks": "all", "replication_factor": 3, "min_insync_replicas": 2,
+            "unclean_leader_election": False, "fault": "none", "lost": 0, "unseen": 0, "failed": 0, "indeterminate": 0,
+            "failed_delivered": 0, "indeterminate_delivered": 0, "duplicates": 0, "throughput_msgs_s": 1000.0,
+            "latency_p99_ms": 10.0, "unavailable_in_fault_s": 0.0, "new_leader_s": None, "valid": True}
+    return {**base, **over}
+
+
+def test_throughput_is_compared_with_the_fastest_run_of_the_same_fault():
+    fast = row(run_id="b", acks="1", throughput_msgs_s=1220.0)
+    slow = row(throughput_msgs_s=1000.0)
+    text, severity = verdict(slow, [slow, fast, row(run_id="c", fault="x", throughput_msgs_s=5000.0)])
+    assert text == "0 lost; 18% less throughput than acks=1"
+    assert severity == "good"
+
+
+def test_latency_is_named_when_throughput_is_the_same():
+    quick = row(run_id="b", acks="1", latency_p99_ms=4.0)
+    text, _ = verdict(row(), [row(), quick])
+    assert text == "0 lost; p99 latency 2.5x that of acks=1 (10 ms vs 4 ms)"
+
+
+def test_loss_and_fault_figures():
+    r = row(lost=4580, acks="1", failed=2, indeterminate=3, indeterminate_delivered=1,
+            fault="broker-kill (leader of 0) at 6 s", unavailable_in_fault_s=9.83, new_leader_s=9.4)
+    text, severity = verdict(r, [r])
+    assert text == ("4,580 acknowledged messages LOST; 2 sends failed and 3 sends unconfirmed (1 of them written anyway); "
+                    "9.8 s without acks on the worst partition during broker-kill (leader of 0); new leader after 9.4 s")
+    assert severity == "bad"
+
+
+def test_unseen_and_invalid_runs_warn():
+    text, severity = verdict(row(unseen=1, valid=False), [])
+    assert text.startswith("INVALID run") and "1 acknowledged message not in the log" in text
+    assert severity == "warn"
