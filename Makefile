@@ -12,7 +12,7 @@ INVENTORY ?= inventories/local
 # Tools the tests and playbooks start (ansible-playbook, molecule, ...) come from the venv.
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: bench bench-durability perf test test-unit test-cluster test-roles lint install cluster-up cluster-down cluster-status clean
+.PHONY: bench bench-durability perf perf-analysis report test test-unit test-cluster test-roles lint install cluster-up cluster-down cluster-status clean
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -23,11 +23,10 @@ $(STAMP): pyproject.toml
 install: $(STAMP)
 
 ## The main job: deploy the cluster, run every seed lab as a measured scenario (shortened),
-## and show the cluster afterwards.
+## and end with the report (benchmarks/results/<time>-seeds/report.html).
 bench: install
 	$(BIN)/kafka-bench cluster up --inventory $(INVENTORY)
 	$(BIN)/kafka-bench run seeds --quick --inventory $(INVENTORY)
-	$(BIN)/kafka-bench cluster status --inventory $(INVENTORY)
 
 ## The durability sweep (acks x RF x min ISR x leader kill, plus negative controls): ~30 min.
 bench-durability: install
@@ -38,6 +37,14 @@ bench-durability: install
 perf: install
 	$(BIN)/kafka-bench cluster up --inventory $(INVENTORY)
 	$(BIN)/python -m benchmarks.perf.producer_throughput --inventory $(INVENTORY)
+
+## Spark analysis vs DuckDB on the same Parquet files (1M and 10M synthetic messages).
+perf-analysis: install
+	$(BIN)/python -m benchmarks.perf.analysis_engines
+
+## Re-analyse a results directory: make report DIR=benchmarks/results/<time>-seeds
+report: install
+	$(BIN)/kafka-bench report $(DIR)
 
 test: install
 	$(BIN)/python -m pytest

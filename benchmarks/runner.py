@@ -298,6 +298,10 @@ def execute(scenario: Scenario, inventory: ClusterInventory, inventory_path: Pat
             thread.join()
         for proc in producers:
             proc.join(5)
+        for index, proc in enumerate(producers):
+            if proc.exitcode:  # a crashed producer's messages are missing from the ledger: say so
+                how = f"signal {-proc.exitcode}" if proc.exitcode < 0 else f"code {proc.exitcode}"
+                invalid.append(f"producer {index} exited with {how}")
         events.write("load-end")
     finally:
         for thread in worker:

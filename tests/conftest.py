@@ -115,3 +115,13 @@ def deployed_cluster(runner, local_inventory):
     print(f"\nsite.yml deployed the local cluster in {time.monotonic() - started:.0f} s "
           f"(changed={result.count('changed')})")
     return local_inventory
+
+
+@pytest.fixture(scope="session")
+def spark():
+    """One SparkSession for every test that analyses ledgers (local[2], quiet)."""
+    from benchmarks.analysis.session import spark_session
+
+    session = spark_session("local[2]", {"spark.sql.shuffle.partitions": "2"}, app_name="kafka-bench-tests")
+    yield session
+    session.stop()

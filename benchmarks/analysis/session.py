@@ -32,8 +32,13 @@ def spark_session(master: str = "local[*]", conf: dict[str, str] | None = None, 
     from pyspark.sql import SparkSession
 
     os.environ.setdefault("PYSPARK_PYTHON", os.sys.executable)
+    settings = dict(DEFAULTS)
+    if master.startswith("local"):
+        # A local session listens on loopback only, not on whatever the host name resolves to.
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+        settings.update({"spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": "127.0.0.1"})
     builder = SparkSession.builder.master(master).appName(app_name)
-    for key, value in {**DEFAULTS, **(conf or {})}.items():
+    for key, value in {**settings, **(conf or {})}.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")

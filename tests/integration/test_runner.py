@@ -13,6 +13,7 @@ import pyarrow.compute as pc
 import pytest
 
 from benchmarks import cluster, ledger, runner as runner_lib, scenario as sc
+from benchmarks.report import outputs
 from benchmarks.timeline import TIMELINE_SCHEMA
 from tests.conftest import KAFKA_BENCH, LOCAL_INVENTORY, ROOT, assert_ok, run_cli, service_pids, wait_for
 
@@ -76,12 +77,34 @@ def test_leader_kill_with_acks_all_loses_no_acknowledged_write(cluster_up, runne
     assert effective["client"]["producer"]["enable.idempotence"] is True
 
 
-def test_negative_control_acks_1_with_lagging_followers_loses_acked_writes(cluster_up, runner, tmp_path):
+def test_analysis_of_a_real_run_agrees_with_the_runner(cluster_up, runner, tmp_path, spark):
+    """The Spark analysis of a real leader-kill run: the counts equal the runner's live
+    counters, the kill shows as a leader change and a window without acks, and the report
+    names it."""
+    summary = runner_lib.execute(leader_kill(), cluster_up, LOCAL_INVENTORY, runner, tmp_path, quick=True, seed=11)
+    report = outputs.build(str(tmp_path))
+    [run] = report.data.runs
+    s = run.summary
+    assert {k: s[k] for k in ("sent", "acked", "failed", "indeterminate")} == summary.live_counters
+    assert s["lost"] + s["unseen"] == summary.acked_lost == 0
+    assert s["sent"] > 10_000 and s["throughput_msgs_s"] > 0 and s["latency_p99_ms"] > 0
+    killed = [f for f in run.faults if f["leader_before"] == f["broker"]]
+    assert killed and all(f["new_leader_s"] is not None and f["new_leader_s"] > 0 for f in killed)
+    assert s["new_leader_s"] == max(f["new_leader_s"] for f in killed)
+    assert s["unavailable_in_fault_s"] > 0 and any(u["during_fault"] for u in run.unavailability)
+    assert "0 lost" in run.verdict and "new leader after" in run.verdict
+    assert report.html.exists() and "Who led what" in report.html.read_text()
+
+
+def test_negative_control_acks_1_with_lagging_followers_loses_acked_writes(cluster_up, runner, tmp_path, spark):
     """If this control shows no loss, the harness is blind."""
     [run] = sc.load(ROOT / "benchmarks" / "suites" / "durability" / "10-negative-acks1-lagging-followers.yml")
     summary = runner_lib.execute(run.scenario, cluster_up, LOCAL_INVENTORY, runner, tmp_path, quick=True, seed=3)
     assert summary.acked > 1000
     assert summary.acked_lost > 0, "acks=1 with lagging followers and a killed leader lost nothing: the harness is blind"
+    [analysed] = outputs.build(str(tmp_path)).data.runs
+    assert analysed.summary["lost"] + analysed.summary["unseen"] == summary.acked_lost
+    assert analysed.summary["lost"] > 0 and analysed.severity == "bad" and "LOST" in analysed.verdict
     assert len(summary.acked_lost_ids) == min(20, summary.acked_lost)
     assert [f["kind"] for f in summary.faults] == ["broker-pause", "broker-pause", "broker-kill"]
     assert len({f["hosts"][0] for f in summary.faults}) == 3, "the two pauses and the kill hit three different brokers"
@@ -98,7 +121,7 @@ def test_heal_after_the_runner_was_killed_during_a_fault(cluster_up, tmp_path):
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
 
     def both_injected():
-        logs = list(results.glob("*/events.jsonl"))
+        logs = list(results.glob("*/*/events.jsonl"))
         return logs and sum('"fault-injected"' in line for line in logs[0].read_text().splitlines()) == 2
 
     try:
