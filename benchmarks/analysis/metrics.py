@@ -33,7 +33,7 @@ from benchmarks.analysis import schemas
 PERCENTILES = (0.5, 0.95, 0.99, 0.999)
 PERCENTILE_NAMES = ("p50", "p95", "p99", "p999")
 # percentile_approx's accuracy: the rank error is at most n / ACCURACY (exact below ACCURACY rows).
-ACCURACY = 100_000
+ACCURACY = 10_000
 GAP_THRESHOLD_S = 1.0
 EXPECTED_ACKS = 5.0  # a gap must also be as long as 5 acks take at the partition's average rate
 FINAL_READ = "final-read"
@@ -121,11 +121,11 @@ def message_status(produce: DataFrame, consume: DataFrame) -> DataFrame:
     read = final.select("run_id", "producer", "seq", F.lit(None).cast("string").alias("outcome"),
                         null_int.alias("ack_partition"), null_long.alias("ack_offset"), F.lit(1).alias("copy"),
                         F.col("partition").alias("read_partition"), F.col("offset").alias("read_offset"))
-    first_read = F.min(F.when(F.col("copy") == 1, F.struct("read_offset", "read_partition")))
+    # A message's copies all sit in one partition (its key's, or the one its retries went to).
     per_id = (sent.unionByName(read).groupBy("run_id", "producer", "seq")
               .agg(F.max("outcome").alias("outcome"), F.max("ack_partition").alias("ack_partition"),
                    F.max("ack_offset").alias("ack_offset"), F.sum("copy").cast("long").alias("copies"),
-                   first_read.alias("_first")))
+                   F.max("read_partition").alias("read_partition"), F.min("read_offset").alias("read_offset")))
     highest = final.groupBy("run_id", F.col("partition").alias("ack_partition")).agg(
         F.max("offset").alias("max_read_offset"))
     status = (F.when(F.col("outcome").isNull(), "unledgered")
@@ -136,8 +136,7 @@ def message_status(produce: DataFrame, consume: DataFrame) -> DataFrame:
               .otherwise(F.col("outcome")))
     return (per_id.join(F.broadcast(highest), on=["run_id", "ack_partition"], how="left")
             .select("run_id", "producer", "seq", "outcome", "ack_partition", "ack_offset", "copies",
-                    F.col("_first.read_partition").alias("read_partition"),
-                    F.col("_first.read_offset").alias("read_offset"), status.alias("status")))
+                    "read_partition", "read_offset", status.alias("status")))
 
 
 def reordered(status: DataFrame) -> DataFrame:
@@ -375,6 +374,11 @@ def fault_impact(events: DataFrame, states: DataFrame, produce: DataFrame) -> Da
 class Analysis:
     """Every result of an analysis, as DataFrames (nothing computed until an action runs)."""
 
+    def release(self) -> None:
+        """Drop the cached intermediate results."""
+        for field in dataclasses.fields(self):
+            getattr(self, field.name).unpersist()
+
     runs: DataFrame
     bounds: DataFrame
     status: DataFrame
@@ -426,21 +430,23 @@ def summarize(runs: DataFrame, counts_df: DataFrame, reordered_df: DataFrame, ph
 
 def analyse(runs: DataFrame, events: DataFrame, produce: DataFrame, consume: DataFrame, timeline: DataFrame,
             gap_threshold_s: float = GAP_THRESHOLD_S, expected_acks: float = EXPECTED_ACKS) -> Analysis:
-    """Every job over the same inputs. The per-message status and the timeline states feed
-    several results, so they are cached (the only state this module keeps)."""
+    """Every job over the same inputs. The per-message status, the timeline states and the
+    small per-run results feed several others and the summary, so they are cached (the only
+    state this module keeps; `release` frees it)."""
     runs = schemas.check(runs, schemas.RUNS, "runs")
     events = schemas.check(events, schemas.EVENTS, "events")
     produce = schemas.check(produce, schemas.PRODUCE, "produce ledger")
     consume = schemas.check(consume, schemas.CONSUME, "consume ledger")
     timeline = schemas.check(timeline, schemas.TIMELINE, "timeline")
-    bounds = phase_bounds(runs, events)
+    bounds = phase_bounds(runs, events).cache()
     status = message_status(produce, consume).cache()
-    counts_df, reordered_df = counts(status), reordered(status)
-    phases = produce_phases(produce, bounds, runs)
-    e2e = end_to_end(consume, bounds)
+    # Small results several others (and the summary) are built from: computed once.
+    counts_df, reordered_df = counts(status).cache(), reordered(status).cache()
+    phases = produce_phases(produce, bounds, runs).cache()
+    e2e = end_to_end(consume, bounds).cache()
     states = partition_states(timeline, runs).cache()
-    unavailable = unavailability(produce, runs, states, bounds, gap_threshold_s, expected_acks)
-    impact = fault_impact(events, states, produce)
+    unavailable = unavailability(produce, runs, states, bounds, gap_threshold_s, expected_acks).cache()
+    impact = fault_impact(events, states, produce).cache()
     return Analysis(
         runs=runs, bounds=bounds, status=status, counts=counts_df, reordered=reordered_df, lost=lost_messages(status),
         phases=phases, end_to_end=e2e, per_second=per_second(produce, runs), errors=errors(produce),

@@ -38,7 +38,7 @@ def spark_metrics(spark, run_dir: Path) -> dict:
     windows = a.unavailability.collect()
     seconds = a.per_second.collect()
     a.faults.collect()
-    a.status.unpersist()
+    a.release()
     return {
         **{k: counts[k] for k in COUNTS},
         **{k: measured[k] for k in PERCENTILES}, "throughput_msgs_s": measured["throughput_msgs_s"],

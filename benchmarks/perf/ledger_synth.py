@@ -59,8 +59,8 @@ def generate(directory: Path, messages: int, seed: int = 1) -> Path:
     # Acknowledged by the old leader in its last 20 ms, truncated by the new one: lost.
     lost = (partition == 0) & (ack < fault_ns) & (sent >= fault_ns - 20_000_000)
     in_log = (outcome == "acked") | landed
-    # Offsets: each partition's log in ack order (the landed timed-out sends included).
-    order = np.lexsort((ack, partition))
+    # Offsets: each partition's log in send order (the landed timed-out sends included).
+    order = np.lexsort((sent, partition))
     offset = np.empty(n, dtype=np.int64)
     for p in range(PARTITIONS):
         members = order[partition[order] == p]
