@@ -4,6 +4,7 @@ summary files, and clear errors for directories that hold no run."""
 from __future__ import annotations
 
 import csv
+import json
 import re
 from html.parser import HTMLParser
 
@@ -11,7 +12,7 @@ import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
 
-from benchmarks.analysis import inputs
+from benchmarks.analysis import inputs, schemas
 from benchmarks.cli import cli
 from benchmarks.exit_codes import ExitCode
 from benchmarks.report import outputs
@@ -86,3 +87,25 @@ def test_a_directory_without_runs_is_refused_before_anything_is_written(spark, t
 def test_bad_spark_conf_is_a_usage_error():
     result = CliRunner().invoke(cli, ["report", "/tmp", "--conf", "spark.executor.memory"])
     assert result.exit_code == 2 and "expected KEY=VALUE" in result.output
+
+
+def test_runs_of_an_older_runner_are_named(spark, tmp_path):
+    run = tmp_path / "old-run"
+    ledgers.write_run_dir(spark, run)
+    summary = json.loads((run / "summary.json").read_text())
+    del summary["load_start_ns"]
+    (run / "summary.json").write_text(json.dumps(summary))
+    with pytest.raises(schemas.SchemaError, match=r"summary.json: missing column 'load_start_ns' \(bigint\)"):
+        outputs.build(str(tmp_path))
+
+
+def test_a_mistyped_ledger_column_is_named_with_its_files(spark, tmp_path):
+    run = tmp_path / "bad-run"
+    ledgers.write_run_dir(spark, run)
+    timeline = pq.read_table(run / "timeline").replace_schema_metadata(None)  # drop the schema Spark stored
+    for part in (run / "timeline").glob("*.parquet"):
+        part.unlink()
+    pq.write_table(timeline.set_column(1, "t_ns", timeline.column("t_ns").cast("string")), run / "timeline" / "t.parquet")
+    with pytest.raises(schemas.SchemaError, match=r"timeline \(timeline/\*.parquet\): column 't_ns' is string, expected bigint"):
+        outputs.build(str(tmp_path))
+    assert not (tmp_path / "report.html").exists()
