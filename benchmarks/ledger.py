@@ -11,6 +11,7 @@ from __future__ import annotations
 import itertools
 import os
 import queue
+import struct
 import threading
 import time
 from pathlib import Path
@@ -24,8 +25,8 @@ PRODUCE_SCHEMA = pa.schema([
     ("producer", pa.int32()),
     ("seq", pa.int64()),
     ("key", pa.int32()),            # -1 when the message has no key
-    ("intended_ns", pa.int64()),    # when the open-loop schedule meant to send it (wall clock)
-    ("sent_ns", pa.int64()),        # when produce() accepted it
+    ("intended_ns", pa.int64()),    # when the open-loop schedule meant to send it (wall clock); unthrottled: sent_ns
+    ("sent_ns", pa.int64()),        # when produce() accepted it; null only without any delivery report
     ("ack_ns", pa.int64()),         # delivery report time; null when none came
     ("outcome", pa.string()),       # acked | failed | indeterminate
     ("partition", pa.int32()),      # null unless acked
@@ -76,8 +77,9 @@ class LedgerWriter:
         self.max_rows = max_rows
         self.clock = clock
         self.enabled = enabled
-        self.columns: dict[str, list[Any]] = {name: [] for name in schema.names}
-        self.rows = 0
+        # Rows are kept as tuples in one list (one C-level append per row on the hot path); they
+        # are turned into columns when a part is written, off the producer's thread if background.
+        self.buffer: list[tuple] = []
         self.written = 0
         self._parts = itertools.count()
         self._last_flush = clock()
@@ -91,40 +93,57 @@ class LedgerWriter:
             self._thread = threading.Thread(target=self._drain, name=f"ledger-{prefix}", daemon=True)
             self._thread.start()
 
+    @property
+    def rows(self) -> int:
+        """Rows buffered, not yet handed to a part."""
+        return len(self.buffer)
+
     def append(self, *values: Any) -> None:
         """Append one row, values in schema order."""
-        if not self.enabled:
-            return
-        for column, value in zip(self.columns.values(), values):
-            column.append(value)
-        self.rows += 1
-        if self.rows >= self.max_rows:
-            self.flush()
+        if self.enabled:
+            self.buffer.append(values)
+            if len(self.buffer) >= self.max_rows:
+                self.flush()
+
+    def row_sink(self) -> Callable[[tuple], None]:
+        """The fastest way to add a row (a tuple in schema order): no size check, so call
+        maybe_flush() every few dozen rows."""
+        return self.buffer.append if self.enabled else (lambda row: None)
 
     def maybe_flush(self) -> None:
-        if self.rows and self.clock() - self._last_flush >= self.flush_interval_s:
+        if self.buffer and (len(self.buffer) >= self.max_rows or self.clock() - self._last_flush >= self.flush_interval_s):
             self.flush()
 
     def flush(self) -> None:
         self._last_flush = self.clock()
         if self._error is not None:
             raise RuntimeError(f"ledger {self.directory}/{self.prefix}: writing a part failed") from self._error
-        if not self.rows:
+        if not self.buffer:
             return
         while True:
             final = self.directory / f"{self.prefix}-{next(self._parts):05d}.parquet"
             if not final.exists():
                 break
-        columns, self.columns = self.columns, {name: [] for name in self.schema.names}
-        self.written += self.rows
-        self.rows = 0
+        payload, rows = self._take()
+        self.written += rows
         if self._queue is not None:
-            self._queue.put((columns, final))
+            self._queue.put((payload, final))
         else:
-            self._write(columns, final)
+            self._write(payload, final)
 
-    def _write(self, columns: dict[str, list[Any]], final: Path) -> None:
-        table = pa.table(columns, schema=self.schema)
+    def _take(self) -> tuple[Any, int]:
+        """The buffered rows (and how many), leaving the buffer empty but the same object."""
+        rows = self.buffer[:]
+        self.buffer.clear()
+        return rows, len(rows)
+
+    def _table(self, rows: list[tuple]) -> pa.Table:
+        columns = zip(*rows)
+        return pa.table({name: pa.array(column, type=field.type)
+                         for name, field, column in zip(self.schema.names, self.schema, columns)}, schema=self.schema)
+
+    def _write(self, payload: Any, final: Path) -> None:
+        table = self._table(payload)
         tmp = final.with_suffix(".parquet.tmp")
         pq.write_table(table, tmp, compression="zstd")
         os.replace(tmp, final)
@@ -147,6 +166,86 @@ class LedgerWriter:
             self._thread = None
             if self._error is not None:
                 raise RuntimeError(f"ledger {self.directory}/{self.prefix}: writing a part failed") from self._error
+
+
+OUTCOMES = ("acked", "failed", "indeterminate")
+
+
+class ProduceLedgerWriter(LedgerWriter):
+    """The produce ledger on the producer's hot path: a delivery report becomes one packed
+    binary row (struct.pack, a single C call) appended to a bytearray; the background thread
+    turns a part's rows into Arrow columns with numpy, without a Python step per value.
+
+    Nulls travel as sentinels: ack_ns 0, partition -1, offset -1, error code -1; outcomes and
+    error names as small integer codes (`OUTCOMES`, `error_code`)."""
+
+    ROW = struct.Struct("<qiqqqiqbh")  # seq, key, intended, sent, ack, partition, offset, outcome, error
+    FIELDS = ("seq", "key", "intended_ns", "sent_ns", "ack_ns", "partition", "offset", "outcome", "error")
+
+    def __init__(self, directory: Path, prefix: str, run_id: str, producer: int, **options: Any) -> None:
+        super().__init__(directory, prefix, PRODUCE_SCHEMA, background=True, **options)
+        self.buffer = bytearray()  # type: ignore[assignment]
+        self.run_id, self.producer = run_id, producer
+        self.error_names: list[str] = []
+        self._error_codes: dict[str, int] = {}
+
+    @property
+    def rows(self) -> int:
+        return len(self.buffer) // self.ROW.size
+
+    def row_sink(self) -> Callable[[bytes], None]:
+        """Extends the buffer with one packed row: `sink(ROW.pack(...))`."""
+        return self.buffer.extend if self.enabled else (lambda row: None)
+
+    def error_code(self, name: str) -> int:
+        code = self._error_codes.get(name)
+        if code is None:
+            code = self._error_codes[name] = len(self.error_names)
+            self.error_names.append(name)
+        return code
+
+    def append(self, *values: Any) -> None:
+        """A row in schema order (the slow path, for the rare row without a delivery report)."""
+        run_id, producer, seq, key, intended, sent, ack, outcome, partition, offset, error = values
+        if self.enabled:
+            self.buffer.extend(self.ROW.pack(seq, key, intended or 0, sent or 0, ack or 0,
+                                             -1 if partition is None else partition, -1 if offset is None else offset,
+                                             OUTCOMES.index(outcome), -1 if error is None else self.error_code(error)))
+            if self.rows >= self.max_rows:
+                self.flush()
+
+    def maybe_flush(self) -> None:
+        if self.buffer and (self.rows >= self.max_rows or self.clock() - self._last_flush >= self.flush_interval_s):
+            self.flush()
+
+    def _take(self) -> tuple[Any, int]:
+        data = bytes(self.buffer)
+        self.buffer.clear()
+        return (data, list(self.error_names)), len(data) // self.ROW.size
+
+    def _table(self, payload: tuple[bytes, list[str]]) -> pa.Table:
+        import numpy as np
+
+        data, error_names = payload
+        dtype = np.dtype([(name, code) for name, code in zip(self.FIELDS, ("<i8", "<i4", "<i8", "<i8", "<i8", "<i4", "<i8", "i1", "<i2"))])
+        rows = np.frombuffer(data, dtype=dtype)
+        n = len(rows)
+
+        def column(name: str, null: int | None = None) -> pa.Array:
+            values = np.ascontiguousarray(rows[name])
+            return pa.array(values, mask=None if null is None else values == null)
+
+        def lookup(names: list[str], codes: np.ndarray) -> pa.Array:
+            codes = np.ascontiguousarray(codes)
+            return pa.array(names, pa.string()).take(pa.array(codes, mask=codes < 0))
+
+        return pa.table({
+            "run_id": lookup([self.run_id], np.zeros(n, np.int8)), "producer": pa.array(np.full(n, self.producer, np.int32)),
+            "seq": column("seq"), "key": column("key"), "intended_ns": column("intended_ns", 0),
+            "sent_ns": column("sent_ns", 0), "ack_ns": column("ack_ns", 0), "outcome": lookup(list(OUTCOMES), rows["outcome"]),
+            "partition": column("partition", -1), "offset": column("offset", -1),
+            "error": lookup(error_names or [""], rows["error"]),
+        }, schema=PRODUCE_SCHEMA)
 
 
 def read(directory: Path, schema: pa.Schema) -> pa.Table:

@@ -85,60 +85,71 @@ def producer_main(args: ProducerArgs, counters, slot: int) -> None:
     die_with_parent()
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the runner decides when producers stop
     tag = run_tag(args.run_id)
-    out = ledger.LedgerWriter(Path(args.ledger_dir), f"producer-{args.index:03d}", ledger.PRODUCE_SCHEMA,
-                              enabled=args.ledger_enabled, background=True)
-    pending: dict[int, tuple[int, int, int]] = {}  # seq -> (intended, sent, key)
+    out = ledger.ProduceLedgerWriter(Path(args.ledger_dir), f"producer-{args.index:03d}", args.run_id, args.index,
+                                     enabled=args.ledger_enabled)
+    # Nothing is kept per message in flight: the delivery report carries the message, whose
+    # header holds its sequence number and send time; the intended time and the key follow from
+    # the sequence number. `reported` has one byte per message sent, set when its report comes.
+    reported = bytearray()
     base = slot * COUNTERS
     stats = [0, 0, 0, 0]
+    interval_ns = int(1e9 / args.rate) if args.rate else 0
+    start_ns, index, keys = args.start_ns, args.index, args.keys
+    unpack, pack, sink = HEADER.unpack_from, out.ROW.pack, out.row_sink()
 
     def on_delivery(err, msg):
         now = time.time_ns()
-        _, _, seq, _ = HEADER.unpack_from(msg.value())
-        intended, sent, key = pending.pop(seq)
-        name = err.name() if err is not None else None
-        outcome = ledger.outcome_of(name)
-        acked = outcome == "acked"
-        offset = msg.offset() if acked and msg.offset() is not None and msg.offset() >= 0 else None
-        out.append(args.run_id, args.index, seq, key, intended, sent, now, outcome,
-                   msg.partition() if acked else None, offset, name)
-        stats[{"acked": 1, "failed": 2, "indeterminate": 3}[outcome]] += 1
+        _, _, seq, sent = unpack(msg.value())
+        reported[seq] = 1
+        intended = start_ns + seq * interval_ns if interval_ns else sent
+        key = (index * 7919 + seq) % keys if keys else -1
+        if err is None:
+            offset = msg.offset()
+            sink(pack(seq, key, intended, sent, now, msg.partition(), offset if offset is not None and offset >= 0 else -1, 0, -1))
+            stats[1] += 1
+        else:
+            name = err.name()
+            code = ledger.OUTCOMES.index(ledger.outcome_of(name))
+            sink(pack(seq, key, intended, sent, now, -1, -1, code, out.error_code(name)))
+            stats[1 + code] += 1
 
     producer = Producer({**args.config, "bootstrap.servers": args.bootstrap,
                          "logger": silent_logger("kafka_bench.producer")})
     padding = b"\0" * max(0, args.message_size - HEADER.size)
-    interval_ns = int(1e9 / args.rate) if args.rate else 0
+    produce, poll, topic = producer.produce, producer.poll, args.topic
     seq = 0
     while True:
-        intended = args.start_ns + seq * interval_ns if interval_ns else time.time_ns()
-        if intended >= args.end_ns:
+        # Unthrottled, there is no schedule: a message is intended when it is sent.
+        intended = start_ns + seq * interval_ns if interval_ns else 0
+        if intended >= args.end_ns or (not interval_ns and time.time_ns() >= args.end_ns):
             break
         delay = intended - time.time_ns()
         if delay > 0:
             time.sleep(delay / 1e9)
-        key = (args.index * 7919 + seq) % args.keys if args.keys else -1
+        key = (index * 7919 + seq) % keys if keys else -1
+        reported.append(0)
         while True:
-            sent = time.time_ns()
-            value = HEADER.pack(tag, args.index, seq, sent) + padding
-            pending[seq] = (intended, sent, key)
             try:
-                producer.produce(args.topic, value, key=None if key < 0 else b"k%d" % key, on_delivery=on_delivery)
+                produce(topic, HEADER.pack(tag, index, seq, time.time_ns()) + padding,
+                        key=None if key < 0 else b"k%d" % key, on_delivery=on_delivery)
                 break
             except BufferError:  # the client's queue is full: let it drain, keep the intended time
-                del pending[seq]
-                producer.poll(0.005)
+                poll(0.005)
         stats[0] += 1
-        producer.poll(0)
+        poll(0)
         if seq % 64 == 0:
             out.maybe_flush()
             _publish(counters, base, stats)
         seq += 1
     deadline = time.monotonic() + args.flush_timeout_s
-    while pending and time.monotonic() < deadline:
+    while sum(stats[1:]) < stats[0] and time.monotonic() < deadline:
         producer.flush(0.5)
         out.maybe_flush()
         _publish(counters, base, stats)
-    for seq_left, (intended, sent, key) in sorted(pending.items()):  # no delivery report at all
-        out.append(args.run_id, args.index, seq_left, key, intended, sent, None, "indeterminate", None, None, "_NO_REPORT")
+    for seq_left in (s for s, done in enumerate(reported) if not done):  # no delivery report at all
+        intended = start_ns + seq_left * interval_ns if interval_ns else None
+        key = (index * 7919 + seq_left) % keys if keys else -1
+        out.append(args.run_id, index, seq_left, key, intended, None, None, "indeterminate", None, None, "_NO_REPORT")
         stats[3] += 1
     out.close()
     _publish(counters, base, stats)

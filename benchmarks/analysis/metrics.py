@@ -308,7 +308,7 @@ def unavailability(produce: DataFrame, runs: DataFrame, states: DataFrame, bound
             .withColumn("start_ns", F.lag("last_ns").over(w))
             .withColumn("end_ns", F.col("first_ns"))
             .withColumn("recovered", ~F.col("sentinel") | (F.col("end_ns") < F.max("last_ns").over(
-                Window.partitionBy("run_id", "partition"))))
+                Window.partitionBy("run_id", "partition").rowsBetween(_UNBOUNDED, Window.unboundedFollowing))))
             .join(F.broadcast(per_partition), on=["run_id", "partition"], how="left")
             .join(F.broadcast(runs.select("run_id", "load_start_ns", "load_end_ns")), on="run_id", how="left")
             .withColumn("_threshold_ns", F.greatest(

@@ -77,3 +77,24 @@ def test_outcomes_of_delivery_errors():
     assert ledger.outcome_of("NOT_ENOUGH_REPLICAS_AFTER_APPEND") == "indeterminate"
     assert ledger.outcome_of("NOT_ENOUGH_REPLICAS") == "failed"
     assert ledger.outcome_of("_UNKNOWN_PARTITION") == "failed"
+
+
+def test_packed_produce_rows_read_back_with_their_nulls(tmp_path):
+    out = ledger.ProduceLedgerWriter(tmp_path, "producer-000", "run-1", 3)
+    sink, pack = out.row_sink(), out.ROW.pack
+    sink(pack(0, 5, 100, 101, 150, 2, 7, 0, -1))                                   # acked
+    sink(pack(1, 6, 200, 201, 260, -1, -1, 1, out.error_code("NOT_ENOUGH_REPLICAS")))  # failed
+    sink(pack(2, 7, 300, 301, 0, -1, -1, 2, out.error_code("_MSG_TIMED_OUT")))     # timed out, no ack time
+    out.append("run-1", 3, 3, -1, 400, None, None, "indeterminate", None, None, "_NO_REPORT")
+    out.close()
+    rows = ledger.read(tmp_path, ledger.PRODUCE_SCHEMA).to_pylist()
+    assert rows == [
+        {"run_id": "run-1", "producer": 3, "seq": 0, "key": 5, "intended_ns": 100, "sent_ns": 101, "ack_ns": 150,
+         "outcome": "acked", "partition": 2, "offset": 7, "error": None},
+        {"run_id": "run-1", "producer": 3, "seq": 1, "key": 6, "intended_ns": 200, "sent_ns": 201, "ack_ns": 260,
+         "outcome": "failed", "partition": None, "offset": None, "error": "NOT_ENOUGH_REPLICAS"},
+        {"run_id": "run-1", "producer": 3, "seq": 2, "key": 7, "intended_ns": 300, "sent_ns": 301, "ack_ns": None,
+         "outcome": "indeterminate", "partition": None, "offset": None, "error": "_MSG_TIMED_OUT"},
+        {"run_id": "run-1", "producer": 3, "seq": 3, "key": -1, "intended_ns": 400, "sent_ns": None, "ack_ns": None,
+         "outcome": "indeterminate", "partition": None, "offset": None, "error": "_NO_REPORT"},
+    ]
