@@ -197,8 +197,8 @@ def run_section(run: RunReport) -> str:
 
 def page(data: ReportData) -> str:
     generated = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    lost = sum(r.summary["lost"] for r in data.runs)
-    headline = (f"{len(data.runs)} run(s); {lost:,} acknowledged message(s) lost in all"
+    lost = sum(r.summary["lost"] + r.summary["unseen"] for r in data.runs)
+    headline = (f"{len(data.runs)} run(s); {lost:,} acknowledged message(s) lost or missing in all"
                 + ("" if lost else " — no run lost an acknowledged write"))
     return f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">

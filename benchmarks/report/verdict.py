@@ -29,8 +29,8 @@ def _plural(n: int, word: str) -> str:
 
 
 def verdict(row: dict[str, Any], peers: list[dict[str, Any]]) -> tuple[str, str]:
-    """(verdict, severity) of `row`; severity is bad (acknowledged writes lost), warn (writes
-    refused or unconfirmed, acknowledged writes unseen, invalid run) or good."""
+    """(verdict, severity) of `row`; severity is bad (acknowledged writes lost or unseen), warn
+    (writes refused or unconfirmed, invalid run) or good."""
     parts, severity = [], "good"
     if not row["valid"]:
         parts.append("INVALID run (effective config differs from the scenario)")
@@ -38,11 +38,13 @@ def verdict(row: dict[str, Any], peers: list[dict[str, Any]]) -> tuple[str, str]
     if row["lost"]:
         parts.append(f"{_plural(row['lost'], 'acknowledged message')} LOST")
         severity = "bad"
-    else:
+    elif not row["unseen"]:
         parts.append("0 lost")
     if row["unseen"]:
-        parts.append(f"{_plural(row['unseen'], 'acknowledged message')} not in the log (unseen)")
-        severity = "bad" if severity == "bad" else "warn"
+        # The final read went to the end offsets after healing: these are gone from the log too,
+        # only nothing was written after them (the log was truncated below them).
+        parts.append(f"{_plural(row['unseen'], 'acknowledged message')} MISSING past the end of the log (unseen)")
+        severity = "bad"
     refused = row["failed"] + row["indeterminate"]
     if refused:
         written = row["failed_delivered"] + row["indeterminate_delivered"]

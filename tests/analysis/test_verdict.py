@@ -36,7 +36,13 @@ def test_loss_and_fault_figures():
     assert severity == "bad"
 
 
-def test_unseen_and_invalid_runs_warn():
-    text, severity = verdict(row(unseen=1, valid=False), [])
-    assert text.startswith("INVALID run") and "1 acknowledged message not in the log" in text
+def test_unseen_writes_are_missing_and_bad():
+    text, severity = verdict(row(unseen=14247), [])
+    assert text == "14,247 acknowledged messages MISSING past the end of the log (unseen)"
+    assert severity == "bad"
+
+
+def test_invalid_runs_warn():
+    text, severity = verdict(row(valid=False), [])
+    assert text == "INVALID run (effective config differs from the scenario); 0 lost"
     assert severity == "warn"

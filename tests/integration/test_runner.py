@@ -110,6 +110,17 @@ def test_negative_control_acks_1_with_lagging_followers_loses_acked_writes(clust
     assert len({f["hosts"][0] for f in summary.faults}) == 3, "the two pauses and the kill hit three different brokers"
 
 
+def test_negative_control_unclean_election_loses_acked_writes(cluster_up, runner, tmp_path, spark):
+    """acks=all does not help when a stale follower may be elected: if this loses nothing, the harness is blind."""
+    [run] = sc.load(ROOT / "benchmarks" / "suites" / "durability" / "11-negative-unclean-election.yml")
+    summary = runner_lib.execute(run.scenario, cluster_up, LOCAL_INVENTORY, runner, tmp_path, quick=True, seed=5)
+    assert summary.valid, summary.invalid_reasons
+    assert summary.acked_lost > 0, "unclean election after a long follower pause lost nothing: the harness is blind"
+    [analysed] = outputs.build(str(tmp_path)).data.runs
+    assert analysed.summary["lost"] + analysed.summary["unseen"] == summary.acked_lost
+    assert analysed.severity == "bad"
+
+
 def test_heal_after_the_runner_was_killed_during_a_fault(cluster_up, tmp_path):
     scenario_file = tmp_path / "long-fault.yml"
     scenario_file.write_text(json.dumps({"scenario": {
