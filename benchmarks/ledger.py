@@ -102,16 +102,11 @@ class LedgerWriter:
         """Append one row, values in schema order."""
         if self.enabled:
             self.buffer.append(values)
-            if len(self.buffer) >= self.max_rows:
+            if self.rows >= self.max_rows:
                 self.flush()
 
-    def row_sink(self) -> Callable[[tuple], None]:
-        """The fastest way to add a row (a tuple in schema order): no size check, so call
-        maybe_flush() every few dozen rows."""
-        return self.buffer.append if self.enabled else (lambda row: None)
-
     def maybe_flush(self) -> None:
-        if self.buffer and (len(self.buffer) >= self.max_rows or self.clock() - self._last_flush >= self.flush_interval_s):
+        if self.buffer and (self.rows >= self.max_rows or self.clock() - self._last_flush >= self.flush_interval_s):
             self.flush()
 
     def flush(self) -> None:
@@ -196,7 +191,8 @@ class ProduceLedgerWriter(LedgerWriter):
         return len(self.buffer) // self.ROW.size
 
     def row_sink(self) -> Callable[[bytes], None]:
-        """Extends the buffer with one packed row: `sink(ROW.pack(...))`."""
+        """The hot path: extends the buffer with one packed row, `sink(ROW.pack(...))`. No size
+        check, so call maybe_flush() every few dozen rows."""
         return self.buffer.extend if self.enabled else (lambda row: None)
 
     def error_code(self, name: str) -> int:
@@ -215,10 +211,6 @@ class ProduceLedgerWriter(LedgerWriter):
                                              OUTCOMES.index(outcome), -1 if error is None else self.error_code(error)))
             if self.rows >= self.max_rows:
                 self.flush()
-
-    def maybe_flush(self) -> None:
-        if self.buffer and (self.rows >= self.max_rows or self.clock() - self._last_flush >= self.flush_interval_s):
-            self.flush()
 
     def _take(self) -> tuple[Any, int]:
         data = bytes(self.buffer)
