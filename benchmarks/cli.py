@@ -9,6 +9,7 @@ import click
 from benchmarks import __version__
 from benchmarks.commands import cluster as cluster_commands
 from benchmarks.commands import heal as heal_commands
+from benchmarks.commands import lab as lab_commands
 from benchmarks.commands import report as report_commands
 from benchmarks.commands import run as run_commands
 from benchmarks.exit_codes import ExitCode
@@ -22,6 +23,7 @@ def cli() -> None:
 
 cli.add_command(cluster_commands.cluster)
 cli.add_command(heal_commands.heal)
+cli.add_command(lab_commands.lab)
 cli.add_command(run_commands.run)
 cli.add_command(report_commands.report)
 

@@ -68,7 +68,12 @@ class ClusterInventory:
         raise InventoryError(f"{self.path}: no broker {ident!r}; brokers are {known}")
 
 
-def load(path: Path | str, kafka_group: str = "kafka", zookeeper_group: str = "zookeeper") -> ClusterInventory:
+HostVars = Callable[[str, Any], Any]
+
+
+def read(path: Path | str) -> tuple[dict[str, list[str]], Callable[[str], HostVars]]:
+    """The inventory's groups, and a reader of each host's templated variables (None-safe for
+    undefined ones), through Ansible's own API."""
     from ansible.inventory.manager import InventoryManager
     from ansible.parsing.dataloader import DataLoader
     from ansible.template import Templar
@@ -80,10 +85,8 @@ def load(path: Path | str, kafka_group: str = "kafka", zookeeper_group: str = "z
     loader = DataLoader()
     manager = InventoryManager(loader=loader, sources=[str(path)])
     variables = VariableManager(loader=loader, inventory=manager)
-    groups = manager.get_groups_dict()
 
-    def resolver(host_name: str) -> Callable[[str, Any], Any]:
-        """A getter of the host's templated variables, None-safe for undefined ones."""
+    def resolver(host_name: str) -> HostVars:
         host = manager.get_host(host_name)
         hostvars = variables.get_vars(host=host, include_hostvars=False)
         templar = Templar(loader=loader, variables=hostvars)
@@ -98,6 +101,12 @@ def load(path: Path | str, kafka_group: str = "kafka", zookeeper_group: str = "z
 
         return get
 
+    return manager.get_groups_dict(), resolver
+
+
+def load(path: Path | str, kafka_group: str = "kafka", zookeeper_group: str = "zookeeper") -> ClusterInventory:
+    path = Path(path)
+    groups, resolver = read(path)
     brokers = []
     kafka_hosts = groups.get(kafka_group, [])
     if not kafka_hosts:

@@ -1,0 +1,44 @@
+#!/bin/sh
+# PID 1 of one kafka-bench lab host. Started by `kafka-bench lab up` inside the host's network
+# namespace and fresh mount, UTS and PID namespaces (unshare --kill-child): whatever runs here
+# dies with it, and every mount made here vanishes with the namespace.
+#   lab-host.sh NAME ADDRESS STATE_DIR AUTHORIZED_KEYS HOSTS_FILE
+# It gives the host its own /etc and /var (copy-on-write over the machine's), an empty /opt,
+# its own /run and /tmp, its host name, and an sshd on ADDRESS:22 that accepts the lab's key
+# only; then it becomes that sshd, which also reaps the host's orphans.
+set -eu
+name=$1 address=$2 state=$3 authorized_keys=$4 hosts_file=$5
+
+mount --make-rprivate /
+hostname "$name"
+for dir in etc var; do
+  mkdir -p "$state/$dir.upper" "$state/$dir.work"
+  mount -t overlay "lab-$name-$dir" -o "lowerdir=/$dir,upperdir=$state/$dir.upper,workdir=$state/$dir.work" "/$dir"
+done
+mkdir -p "$state/opt"
+mount --bind "$state/opt" /opt
+mount -t tmpfs -o mode=0755 "lab-$name-run" /run
+mount -t tmpfs -o mode=1777 "lab-$name-tmp" /tmp
+mkdir -p /run/sshd /run/lock
+chmod 0755 /run/sshd
+
+echo "$name" > /etc/hostname
+cp "$hosts_file" /etc/hosts
+rm -f /etc/ssh/ssh_host_*
+ssh-keygen -q -A
+cat > /etc/ssh/sshd_config <<EOF
+# kafka-bench lab host $name: root by the lab's key only, on the lab address only.
+ListenAddress $address:22
+PermitRootLogin prohibit-password
+PubkeyAuthentication yes
+AuthorizedKeysFile $authorized_keys
+PasswordAuthentication no
+KbdInteractiveAuthentication no
+UsePAM no
+StrictModes no
+PidFile /run/sshd.pid
+MaxStartups 100:30:200
+MaxSessions 100
+Subsystem sftp internal-sftp
+EOF
+exec /usr/sbin/sshd -D -e -f /etc/ssh/sshd_config

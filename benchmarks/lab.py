@@ -1,0 +1,378 @@
+"""The lab: several hosts on one machine, so the multi-host path is tested for real.
+
+Each host of a lab inventory (inventories/lab) becomes a Linux network namespace with its own
+address on a bridge the lab creates, its own /etc and /var (copy-on-write over the machine's),
+an empty /opt, its own /run, /tmp, host name and process tree, and an sshd: Ansible reaches it
+over SSH exactly as it reaches a real host, and the roles use their real-host paths unchanged.
+
+The bridge carries two addresses of the machine: the *gateway*, which clients (the runner)
+use, and the *management* address, from which Ansible connects. Network faults cut the
+former and never the latter, so a host cut off from its cluster can still be healed.
+
+Nothing leaves the lab: the hosts have no default route, only the lab's own subnet. Teardown
+kills every process of every lab namespace, deletes the namespaces, links and the bridge, and
+checks that no namespace, link, mount or process is left; it works from any half-built state.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import ipaddress
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import time
+from pathlib import Path
+from typing import Callable, Sequence
+
+from benchmarks import inventory as inventory_lib
+from benchmarks import paths
+
+HOST_SCRIPT = Path(__file__).resolve().parent / "lab-host.sh"
+DEFAULT_INVENTORY = paths.INVENTORIES / "lab"
+TOOLS = {"ip": "iproute2", "unshare": "util-linux", "sshd": "openssh-server", "ssh-keygen": "openssh-client",
+         "ssh": "openssh-client", "nft": "nftables"}
+_NAME = re.compile(r"[a-z][a-z0-9-]{0,10}")
+
+
+class LabError(RuntimeError):
+    """The lab cannot be built or torn down; the message says what to do."""
+
+
+@dataclasses.dataclass(frozen=True)
+class LabHost:
+    name: str
+    address: str
+
+    @property
+    def netns(self) -> str:
+        return f"kb-{self.name}"
+
+    @property
+    def veth(self) -> str:
+        """The machine's end of the host's link (the host's end is eth0 in its namespace)."""
+        return f"kbv-{self.name}"
+
+
+@dataclasses.dataclass(frozen=True)
+class LabSpec:
+    inventory: Path
+    hosts: tuple[LabHost, ...]
+    network: ipaddress.IPv4Network
+    bridge: str
+    gateway: str
+    management: str
+    state_dir: Path
+
+    @property
+    def key(self) -> Path:
+        return self.state_dir / "id_ed25519"
+
+    @property
+    def control_path_dir(self) -> Path:
+        return self.state_dir / "cp"
+
+    def host(self, name: str) -> LabHost:
+        for host in self.hosts:
+            if host.name == name:
+                return host
+        raise LabError(f"{self.inventory}: no lab host {name!r}; hosts are {', '.join(h.name for h in self.hosts)}")
+
+
+def load_spec(inventory_path: Path | str = DEFAULT_INVENTORY) -> LabSpec:
+    """The lab an inventory describes, checked before anything is created: every host's
+    ansible_host inside kafka_bench_lab_network and distinct from the bridge's addresses."""
+    inventory_path = Path(inventory_path)
+    groups, resolver = inventory_lib.read(inventory_path)
+    names = [n for n in groups.get("all", []) if n != "localhost"]
+    if not names:
+        raise LabError(f"{inventory_path}: the inventory has no hosts")
+    get = resolver(names[0])
+    where = f"{inventory_path} (group_vars)"
+    missing = [v for v in ("kafka_bench_lab_network", "kafka_bench_lab_bridge", "kafka_bench_lab_gateway",
+                           "kafka_bench_lab_management_address", "kafka_bench_lab_state_dir") if get(v) is None]
+    if missing:
+        raise LabError(f"{where}: not a lab inventory; missing {', '.join(missing)}")
+    try:
+        network = ipaddress.IPv4Network(str(get("kafka_bench_lab_network")))
+        gateway = ipaddress.IPv4Address(str(get("kafka_bench_lab_gateway")))
+        management = ipaddress.IPv4Address(str(get("kafka_bench_lab_management_address")))
+    except ValueError as exc:
+        raise LabError(f"{where}: kafka_bench_lab_network / _gateway / _management_address: {exc}") from exc
+    if not network.is_private:
+        raise LabError(f"{where}: kafka_bench_lab_network {network} must be a private network")
+    bridge = str(get("kafka_bench_lab_bridge"))
+    if not re.fullmatch(r"[a-z][a-z0-9-]{0,14}", bridge):
+        raise LabError(f"{where}: kafka_bench_lab_bridge {bridge!r} must be 1-15 of a-z, 0-9, '-'")
+    reserved = {gateway: "kafka_bench_lab_gateway", management: "kafka_bench_lab_management_address"}
+    for address, var in reserved.items():
+        if address not in network or address in (network.network_address, network.broadcast_address):
+            raise LabError(f"{where}: {var} {address} must be a host address of kafka_bench_lab_network {network}")
+    if gateway == management:
+        raise LabError(f"{where}: kafka_bench_lab_gateway and kafka_bench_lab_management_address must differ")
+    hosts, seen = [], dict(reserved)
+    for name in names:
+        if not _NAME.fullmatch(name):
+            raise LabError(f"{inventory_path}: host {name!r}: lab host names are 1-11 of a-z, 0-9, '-' "
+                           "(they name the namespace and the link)")
+        raw = resolver(name)("ansible_host")
+        try:
+            address = ipaddress.IPv4Address(str(raw))
+        except ValueError as exc:
+            raise LabError(f"{inventory_path}: host {name}: ansible_host {raw!r} must be an IPv4 address "
+                           f"in {network}") from exc
+        if address not in network or address in (network.network_address, network.broadcast_address):
+            raise LabError(f"{inventory_path}: host {name}: ansible_host {address} is not a host address of "
+                           f"kafka_bench_lab_network {network}; the lab only reaches its own hosts")
+        if address in seen:
+            raise LabError(f"{inventory_path}: host {name}: ansible_host {address} is already used by {seen[address]}")
+        seen[address] = name
+        hosts.append(LabHost(name, str(address)))
+    return LabSpec(inventory_path, tuple(hosts), network, bridge, str(gateway), str(management),
+                   Path(str(get("kafka_bench_lab_state_dir"))))
+
+
+Run = Callable[[Sequence[str]], "subprocess.CompletedProcess[str]"]
+
+
+def run_command(args: Sequence[str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(list(args), capture_output=True, text=True, check=False)
+
+
+@dataclasses.dataclass(frozen=True)
+class HostState:
+    host: LabHost
+    netns: bool
+    pid: int | None
+    ssh: bool
+
+    @property
+    def up(self) -> bool:
+        return self.netns and self.pid is not None and self.ssh
+
+
+class Lab:
+    """Builds and tears down the lab of a spec. The command runner, the process starter, the
+    clock and the SSH probe are injectable, so the sequencing is tested without root."""
+
+    def __init__(self, spec: LabSpec, run: Run = run_command, popen: Callable[..., subprocess.Popen] = subprocess.Popen,
+                 clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep,
+                 ssh_probe: Callable[[str], bool] | None = None) -> None:
+        self.spec = spec
+        self.run = run
+        self.popen = popen
+        self.clock = clock
+        self.sleep = sleep
+        self.ssh_probe = ssh_probe or _ssh_answers
+
+    # --- helpers -------------------------------------------------------------------------
+    def _must(self, *args: str) -> str:
+        done = self.run(args)
+        if done.returncode != 0:
+            raise LabError(f"`{' '.join(args)}` failed ({done.returncode}): {(done.stderr or done.stdout).strip()}")
+        return done.stdout
+
+    def _ok(self, *args: str) -> bool:
+        return self.run(args).returncode == 0
+
+    def _links(self) -> set[str]:
+        out = self.run(["ip", "-o", "link", "show"]).stdout
+        return {m.group(1) for m in re.finditer(r"^\d+: ([^:@]+)[@:]", out, re.M)}
+
+    def _namespaces(self) -> set[str]:
+        return {line.split()[0] for line in self.run(["ip", "netns", "list"]).stdout.splitlines() if line.strip()}
+
+    def _host_dir(self, host: LabHost) -> Path:
+        return self.spec.state_dir / "hosts" / host.name
+
+    def _pid(self, host: LabHost) -> int | None:
+        """The pid of the host's init (unshare) when it is alive and still the lab's."""
+        try:
+            pid = int((self._host_dir(host) / "init.pid").read_text())
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+        except (OSError, ValueError):
+            return None
+        return pid if HOST_SCRIPT.name.encode() in cmdline and host.name.encode() in cmdline else None
+
+    # --- preflight ---------------------------------------------------------------------------
+    def preflight(self) -> None:
+        if os.geteuid() != 0:
+            raise LabError("the lab creates network namespaces and mounts: run it as root")
+        missing = [f"{tool} (Debian package {package})" for tool, package in TOOLS.items()
+                   if shutil.which(tool) is None and not Path(f"/usr/sbin/{tool}").exists()]
+        if missing:
+            raise LabError(f"the lab needs {', '.join(missing)}; `make lab-deps` installs them")
+        probe = self.run(["ip", "netns", "list"])
+        if probe.returncode != 0:
+            raise LabError(f"network namespaces are not available here: {probe.stderr.strip()}")
+
+    # --- up --------------------------------------------------------------------------------------
+    def up(self, timeout_s: float = 30.0, on_host: Callable[[LabHost, str], None] | None = None) -> list[HostState]:
+        """Create what is missing (a second `up` changes nothing) and wait for every sshd."""
+        spec = self.spec
+        self.preflight()
+        spec.state_dir.mkdir(parents=True, exist_ok=True)
+        spec.control_path_dir.mkdir(parents=True, exist_ok=True)
+        if not spec.key.exists():
+            self._must("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "kafka-bench-lab", "-f", str(spec.key))
+        authorized = spec.state_dir / "authorized_keys"
+        authorized.write_text(Path(f"{spec.key}.pub").read_text())
+        hosts_file = spec.state_dir / "etc-hosts"
+        hosts_file.write_text("127.0.0.1\tlocalhost\n" + "".join(f"{h.address}\t{h.name}\n" for h in spec.hosts))
+        prefix = spec.network.prefixlen
+        if spec.bridge not in self._links():
+            self._must("ip", "link", "add", "name", spec.bridge, "type", "bridge")
+        addresses = self.run(["ip", "-o", "-4", "addr", "show", "dev", spec.bridge]).stdout
+        for address in (spec.gateway, spec.management):
+            if f" {address}/" not in addresses:
+                self._must("ip", "addr", "add", f"{address}/{prefix}", "dev", spec.bridge)
+        self._must("ip", "link", "set", spec.bridge, "up")
+        for host in spec.hosts:
+            if self._pid(host) is not None and host.netns in self._namespaces():
+                if on_host:
+                    on_host(host, "already up")
+                continue
+            self._start_host(host, authorized, hosts_file, prefix)
+            if on_host:
+                on_host(host, "started")
+        deadline = self.clock() + timeout_s
+        pending = list(spec.hosts)
+        while pending:
+            pending = [h for h in pending if not self.ssh_probe(h.address)]
+            if not pending:
+                break
+            dead = [h for h in pending if self._pid(h) is None]
+            if dead or self.clock() > deadline:
+                host = (dead or pending)[0]
+                log = self._host_dir(host) / "init.log"
+                tail = log.read_text(errors="replace")[-1500:] if log.exists() else "(no log)"
+                why = "its init exited" if dead else f"no sshd answered on {host.address}:22 within {timeout_s:g} s"
+                raise LabError(f"lab host {host.name}: {why}; `kafka-bench lab down` cleans up. {log}:\n{tail}")
+            self.sleep(0.2)
+        self._write_ssh_config()
+        return self.status()
+
+    def _start_host(self, host: LabHost, authorized: Path, hosts_file: Path, prefix: int) -> None:
+        spec = self.spec
+        if host.netns not in self._namespaces():
+            self._must("ip", "netns", "add", host.netns)
+        if host.veth not in self._links():
+            self._must("ip", "link", "add", host.veth, "type", "veth", "peer", "name", "eth0", "netns", host.netns)
+        self._must("ip", "link", "set", host.veth, "master", spec.bridge, "up")
+        inside = self.run(["ip", "-n", host.netns, "-o", "-4", "addr", "show", "dev", "eth0"]).stdout
+        if f" {host.address}/" not in inside:
+            self._must("ip", "-n", host.netns, "addr", "add", f"{host.address}/{prefix}", "dev", "eth0")
+        self._must("ip", "-n", host.netns, "link", "set", "lo", "up")
+        self._must("ip", "-n", host.netns, "link", "set", "eth0", "up")
+        state = self._host_dir(host)
+        state.mkdir(parents=True, exist_ok=True)
+        with open(state / "init.log", "ab") as log:
+            process = self.popen(
+                ["ip", "netns", "exec", host.netns, "unshare", "--mount", "--uts", "--pid", "--fork", "--kill-child",
+                 "--mount-proc", "--", "/bin/sh", str(HOST_SCRIPT), host.name, host.address, str(state),
+                 str(authorized), str(hosts_file)],
+                stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        (state / "init.pid").write_text(str(process.pid))
+
+    def _write_ssh_config(self) -> Path:
+        """An ssh_config for people: `ssh -F .state/lab/ssh_config lab1`."""
+        spec = self.spec
+        lines = ["# Written by `kafka-bench lab up`: ssh -F this-file HOST"]
+        for host in spec.hosts:
+            lines += [f"Host {host.name}", f"  HostName {host.address}", "  User root", f"  IdentityFile {spec.key}",
+                      "  IdentitiesOnly yes", "  StrictHostKeyChecking no", "  UserKnownHostsFile /dev/null",
+                      "  LogLevel ERROR", f"  BindAddress {spec.management}"]
+        path = spec.state_dir / "ssh_config"
+        path.write_text("\n".join(lines) + "\n")
+        return path
+
+    # --- status ----------------------------------------------------------------------------------
+    def status(self) -> list[HostState]:
+        namespaces = self._namespaces()
+        return [HostState(h, h.netns in namespaces, self._pid(h), self.ssh_probe(h.address) if h.netns in namespaces
+                          else False) for h in self.spec.hosts]
+
+    # --- down ------------------------------------------------------------------------------------
+    def _namespace_pids(self, netns: str) -> list[int]:
+        done = self.run(["ip", "netns", "pids", netns])
+        return [int(p) for p in done.stdout.split() if p.isdigit()] if done.returncode == 0 else []
+
+    def _control_masters(self) -> list[int]:
+        """Ansible's SSH connection masters for lab hosts (they would outlive the hosts)."""
+        marker = str(self.spec.control_path_dir).encode()
+        pids = []
+        for entry in Path("/proc").iterdir():
+            if entry.name.isdigit():
+                try:
+                    if marker in (entry / "cmdline").read_bytes():
+                        pids.append(int(entry.name))
+                except OSError:
+                    continue
+        return pids
+
+    def down(self, purge: bool = True, timeout_s: float = 20.0) -> list[str]:
+        """Kill, delete and check; returns what is left (empty when clean)."""
+        spec = self.spec
+        namespaces = self._namespaces()
+        for host in spec.hosts:
+            pid = self._pid(host)
+            if pid is not None:
+                _kill(pid, signal.SIGKILL)  # unshare --kill-child takes the host's PID 1, and so all of it
+        for pid in self._control_masters():
+            _kill(pid, signal.SIGKILL)
+        deadline = self.clock() + timeout_s
+        while True:
+            pids = [p for h in spec.hosts if h.netns in namespaces for p in self._namespace_pids(h.netns)]
+            if not pids or self.clock() > deadline:
+                break
+            for pid in pids:
+                _kill(pid, signal.SIGKILL)
+            self.sleep(0.2)
+        for host in spec.hosts:
+            if host.netns in namespaces:
+                self.run(["ip", "netns", "del", host.netns])
+            if host.veth in self._links():
+                self.run(["ip", "link", "del", host.veth])
+        if spec.bridge in self._links():
+            self.run(["ip", "link", "del", spec.bridge])
+        left = self.leftovers()
+        if purge and not left:
+            shutil.rmtree(spec.state_dir / "hosts", ignore_errors=True)
+            shutil.rmtree(spec.control_path_dir, ignore_errors=True)
+            for name in ("etc-hosts", "authorized_keys", "ssh_config"):
+                (spec.state_dir / name).unlink(missing_ok=True)
+        return left
+
+    def leftovers(self) -> list[str]:
+        """Every namespace, link, mount or process of this lab still present."""
+        spec = self.spec
+        left = [f"namespace {n}" for n in sorted(self._namespaces() & {h.netns for h in spec.hosts})]
+        links = self._links()
+        left += [f"link {n}" for n in [spec.bridge, *(h.veth for h in spec.hosts)] if n in links]
+        markers = [str(spec.state_dir), *(f"/run/netns/{h.netns}" for h in spec.hosts)]
+        for line in Path("/proc/self/mountinfo").read_text().splitlines():
+            if any(m in line for m in markers):
+                left.append(f"mount {line.split()[4]}")
+        left += [f"process {p} (lab init)" for p in (self._pid(h) for h in spec.hosts) if p is not None]
+        left += [f"process {p} (ssh connection master)" for p in self._control_masters()]
+        return left
+
+
+def _kill(pid: int, sig: int) -> None:
+    try:
+        os.kill(pid, sig)
+    except ProcessLookupError:
+        pass
+
+
+def _ssh_answers(address: str, port: int = 22, timeout_s: float = 0.5) -> bool:
+    """Whether an SSH server greets on address:port."""
+    try:
+        with socket.create_connection((address, port), timeout=timeout_s) as sock:
+            sock.settimeout(timeout_s)
+            return sock.recv(4).startswith(b"SSH-")
+    except OSError:
+        return False
