@@ -31,6 +31,8 @@ PLAYBOOKS = {
     "broker-pause": "faults/broker-pause.yml",
     "broker-restart": "faults/broker-restart.yml",
     "zookeeper-stop": "faults/zookeeper-stop.yml",
+    "host-isolate": "faults/host-isolate.yml",
+    "host-partition": "faults/host-partition.yml",
 }
 
 
@@ -46,6 +48,7 @@ class FaultRecord:
     broker_id: int | None
     inventory: str
     reason: str  # how the target was chosen ("broker 1", "leader of partition 0: broker 2", ...)
+    extravars: dict[str, Any] = dataclasses.field(default_factory=dict)  # the fault's options, for its playbook
 
 
 def resolve_target(kind: str, target: FaultTarget, inventory: ClusterInventory, status: ClusterStatus | None,
@@ -125,7 +128,7 @@ class Journal:
         for entry in last.values():
             if entry["phase"] == "healed" or (inventory and entry["inventory"] != inventory):
                 continue
-            data = {k: entry[k] for k in fields}
+            data = {k: entry[k] for k in fields if k in entry}  # lines of older versions lack newer fields
             data["hosts"] = tuple(data["hosts"])
             records.append(FaultRecord(**data))
         return records
@@ -141,15 +144,17 @@ class AnsibleFaultInjector:
         self.journal = journal or Journal()
         self.clock = clock
 
-    def new_record(self, kind: str, hosts: Iterable[str], broker_id: int | None, reason: str) -> FaultRecord:
+    def new_record(self, kind: str, hosts: Iterable[str], broker_id: int | None, reason: str,
+                   extravars: dict[str, Any] | None = None) -> FaultRecord:
         if kind not in PLAYBOOKS:
             raise FaultError(f"unknown fault {kind!r}; known: {', '.join(PLAYBOOKS)}")
         return FaultRecord(uuid.uuid4().hex[:12], kind, tuple(hosts), broker_id,
-                           str(self.inventory_path.resolve()), reason)
+                           str(self.inventory_path.resolve()), reason, dict(extravars or {}))
 
     def _apply(self, record: FaultRecord, phase: str) -> float | None:
         """Run the fault's playbook; returns when the control script acted (wall clock, s), if it did."""
-        result = self.runner.run(PLAYBOOKS[record.kind], self.inventory_path, extravars={"fault_phase": phase},
+        result = self.runner.run(PLAYBOOKS[record.kind], self.inventory_path,
+                                 extravars={**record.extravars, "fault_phase": phase},
                                  limit=",".join(record.hosts))
         if not result.ok:
             raise FaultError(f"{'injecting' if phase == 'inject' else 'reverting'} {record.kind} on "

@@ -264,7 +264,8 @@ def execute(scenario: Scenario, inventory: ClusterInventory, inventory_path: Pat
                 busy = frozenset(r.broker_id for r in active.values() if r.broker_id is not None)
                 hosts, broker_id, reason = faults.resolve_target(fault.kind, fault.target, inventory, status, topic,
                                                                  rng, exclude=busy)
-                record = injector.new_record(fault.kind, hosts, broker_id, reason)
+                record = injector.new_record(fault.kind, hosts, broker_id, reason,
+                                             {"fault_ports": fault.ports} if fault.ports else None)
                 records[what] = record
                 events.write("fault-intent", fault_id=record.fault_id, kind=fault.kind, hosts=list(hosts),
                              broker=broker_id, reason=reason)

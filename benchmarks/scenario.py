@@ -109,10 +109,14 @@ class FaultTarget(Strict):
 
 
 class Fault(Strict):
-    kind: Literal["broker-kill", "broker-stop", "broker-pause", "broker-restart", "zookeeper-stop"]
+    kind: Literal["broker-kill", "broker-stop", "broker-pause", "broker-restart", "zookeeper-stop",
+                  "host-isolate", "host-partition"]
     at_s: Annotated[float, Field(ge=0)]  # seconds into the measured phase
     heal_at_s: Annotated[float, Field(ge=0)] | None = None  # None: healed at the end of the run
     target: FaultTarget = FaultTarget(random=True)
+    # host-partition only: cut just these TCP ports between the target's host and the others
+    # (e.g. [9092]: Kafka traffic, while ZooKeeper's keeps flowing); empty cuts everything.
+    ports: list[Annotated[int, Field(ge=1, le=65535)]] = []
 
     @property
     def label(self) -> str:
@@ -123,6 +127,8 @@ class Fault(Strict):
                   f"leader of {t.leader_of}" if t.leader_of is not None else
                   f"a follower of {t.follower_of}" if t.follower_of is not None else
                   "controller" if t.controller else "random broker")
+        if self.ports:
+            target += f"; ports {', '.join(map(str, self.ports))}"
         healed = f", healed at {self.heal_at_s:g} s" if self.heal_at_s is not None else ""
         return f"{self.kind}{f' ({target})' if target else ''} at {self.at_s:g} s{healed}"
 
@@ -132,6 +138,8 @@ class Fault(Strict):
             raise ValueError(f"heal_at_s ({self.heal_at_s}) must come after at_s ({self.at_s})")
         if self.kind == "zookeeper-stop" and self.target != FaultTarget(random=True):
             raise ValueError("zookeeper-stop takes no target: it stops every ZooKeeper server")
+        if self.ports and self.kind != "host-partition":
+            raise ValueError(f"ports applies to host-partition only, not to {self.kind}")
         return self
 
 
