@@ -12,7 +12,7 @@ INVENTORY ?= inventories/local
 # Tools the tests and playbooks start (ansible-playbook, molecule, ...) come from the venv.
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: bench bench-durability perf perf-analysis report test test-unit test-cluster test-roles lint install cluster-up cluster-down cluster-status clean
+.PHONY: bench bench-durability bench-lab perf perf-analysis report test test-unit test-cluster test-roles test-lab lint install cluster-up cluster-down cluster-status lab-deps lab-up lab-down clean
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -46,8 +46,10 @@ perf-analysis: install
 report: install
 	$(BIN)/kafka-bench report $(DIR)
 
+## Everything: unit, lint, the local cluster, install sources, Molecule, then the multi-host lab.
 test: install
 	$(BIN)/python -m pytest
+	$(MAKE) test-lab
 
 test-unit: install
 	$(BIN)/python -m pytest tests/unit
@@ -57,6 +59,33 @@ test-cluster: install
 
 test-roles: install
 	$(BIN)/python -m pytest tests/roles
+
+## The lab: hosts on this machine (network namespaces with their own /etc, /opt, /var and an
+## sshd), deployed over SSH with the same playbooks; torn down afterwards, also when a test fails.
+LAB_INVENTORY := inventories/lab
+LAB_PACKAGES := openssh-server nftables ruby
+
+lab-deps:
+	@if ! { test -x /usr/sbin/sshd && command -v nft >/dev/null && command -v ruby >/dev/null; }; then \
+	  echo "installing $(LAB_PACKAGES) (Debian packages) for the lab"; \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -q $(LAB_PACKAGES) >/dev/null \
+	    || { apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q $(LAB_PACKAGES) >/dev/null; }; \
+	fi
+
+test-lab: install lab-deps
+	$(BIN)/python -m pytest -m lab tests/lab; status=$$?; \
+	  $(BIN)/kafka-bench lab down --inventory $(LAB_INVENTORY) || status=1; exit $$status
+
+lab-up: install lab-deps
+	$(BIN)/kafka-bench lab up --inventory $(LAB_INVENTORY)
+	$(BIN)/kafka-bench cluster up --inventory $(LAB_INVENTORY)
+
+lab-down: install
+	$(BIN)/kafka-bench lab down --inventory $(LAB_INVENTORY)
+
+## The multi-host failover scenarios (broker kill, host isolation, Jepsen's partition) on the lab.
+bench-lab: lab-up
+	$(BIN)/kafka-bench run lab --inventory $(LAB_INVENTORY)
 
 lint: install
 	$(BIN)/yamllint -s .

@@ -156,17 +156,20 @@ class HostState:
 
 class Lab:
     """Builds and tears down the lab of a spec. The command runner, the process starter, the
-    clock and the SSH probe are injectable, so the sequencing is tested without root."""
+    clock, the SSH probe and the mount table are injectable, so the sequencing is tested
+    without root."""
 
     def __init__(self, spec: LabSpec, run: Run = run_command, popen: Callable[..., subprocess.Popen] = subprocess.Popen,
                  clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep,
-                 ssh_probe: Callable[[str], bool] | None = None) -> None:
+                 ssh_probe: Callable[[str], bool] | None = None,
+                 mountinfo: Callable[[], str] = lambda: Path("/proc/self/mountinfo").read_text()) -> None:
         self.spec = spec
         self.run = run
         self.popen = popen
         self.clock = clock
         self.sleep = sleep
         self.ssh_probe = ssh_probe or _ssh_answers
+        self.mountinfo = mountinfo
 
     # --- helpers -------------------------------------------------------------------------
     def _must(self, *args: str) -> str:
@@ -353,7 +356,7 @@ class Lab:
         links = self._links()
         left += [f"link {n}" for n in [spec.bridge, *(h.veth for h in spec.hosts)] if n in links]
         markers = [str(spec.state_dir), *(f"/run/netns/{h.netns}" for h in spec.hosts)]
-        for line in Path("/proc/self/mountinfo").read_text().splitlines():
+        for line in self.mountinfo().splitlines():
             if any(m in line for m in markers):
                 left.append(f"mount {line.split()[4]}")
         left += [f"process {p} (lab init)" for p in (self._pid(h) for h in spec.hosts) if p is not None]

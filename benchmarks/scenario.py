@@ -12,7 +12,7 @@ import copy
 import itertools
 import re
 from pathlib import Path
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, Literal, Union, get_args
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -232,8 +232,12 @@ def _set_path(doc: dict[str, Any], path: str, value: Any) -> None:
         doc[head] = value
 
 
-def parse(doc: Any, source: str = "<scenario>", brokers: int | None = None) -> list[Run]:
-    """Validate a scenario document and expand its sweep into runs."""
+NETWORK_FAULTS = ("host-isolate", "host-partition")
+
+
+def parse(doc: Any, source: str = "<scenario>", brokers: int | None = None, hosts: int | None = None) -> list[Run]:
+    """Validate a scenario document and expand its sweep into runs. `brokers` and `hosts` (the
+    number of distinct broker addresses) come from the inventory, when known."""
     if not isinstance(doc, dict):
         raise ScenarioError(f"{source}: a scenario file must be a mapping with a 'scenario' key")
     try:
@@ -266,12 +270,21 @@ def parse(doc: Any, source: str = "<scenario>", brokers: int | None = None) -> l
         except ValidationError as exc:
             where = f" (sweep point {point})" if point else ""
             errors.append(_format(exc, source + where, "scenario."))
+    if hosts is not None and hosts < 2:
+        for run in runs:
+            for index, fault in enumerate(run.scenario.faults if run.scenario else []):
+                if fault.kind in NETWORK_FAULTS:
+                    errors.append(f"{source}: scenario.faults[{index}].kind: {fault.kind} needs brokers on hosts with "
+                                  "addresses of their own (inventories/lab, Vagrant or real hosts); this inventory "
+                                  "runs every broker on one address, so allowed here: "
+                                  + ", ".join(k for k in get_args(Fault.model_fields["kind"].annotation)
+                                              if k not in NETWORK_FAULTS))
     if errors:
         raise ScenarioError("\n".join(dict.fromkeys(errors)))
     return runs
 
 
-def load(path: Path | str, brokers: int | None = None) -> list[Run]:
+def load(path: Path | str, brokers: int | None = None, hosts: int | None = None) -> list[Run]:
     path = Path(path)
     try:
         doc = yaml.safe_load(path.read_text())
@@ -279,4 +292,4 @@ def load(path: Path | str, brokers: int | None = None) -> list[Run]:
         raise ScenarioError(f"{path}: cannot read: {exc.strerror}") from None
     except yaml.YAMLError as exc:
         raise ScenarioError(f"{path}: not valid YAML: {exc}") from None
-    return parse(doc, str(path), brokers)
+    return parse(doc, str(path), brokers, hosts)

@@ -78,7 +78,9 @@ def run(ctx: click.Context, suite_or_file: str, inventory_path: Path, quick: boo
     before the first run starts."""
     inv = load_inventory_or_exit(inventory_path)
     try:
-        runs = [run for path in scenario_files(suite_or_file) for run in scenario_lib.load(path, brokers=len(inv.brokers))]
+        hosts = len({b.host for b in inv.brokers})
+        runs = [run for path in scenario_files(suite_or_file)
+                for run in scenario_lib.load(path, brokers=len(inv.brokers), hosts=hosts)]
     except scenario_lib.ScenarioError as exc:
         console.print(f"[red]error:[/] {exc}")
         raise click.exceptions.Exit(ExitCode.INVALID_INPUT) from exc

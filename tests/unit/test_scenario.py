@@ -87,7 +87,7 @@ def test_bootstrap_servers_come_from_the_inventory():
 def test_fault_kind_lists_the_allowed_values():
     msg = error_of(scenario={"faults": [{"kind": "broker-kil", "at_s": 1}]})
     assert "scenario.faults[0].kind: must be one of 'broker-kill', 'broker-stop', 'broker-pause', " \
-           "'broker-restart' or 'zookeeper-stop' (got 'broker-kil')" in msg
+           "'broker-restart', 'zookeeper-stop', 'host-isolate' or 'host-partition' (got 'broker-kil')" in msg
 
 
 @pytest.mark.parametrize("target", [{}, {"broker": 1, "controller": True}, {"random": False}])
@@ -104,6 +104,16 @@ def test_heal_comes_after_inject():
 def test_zookeeper_stop_takes_no_target():
     msg = error_of(scenario={"faults": [{"kind": "zookeeper-stop", "at_s": 1, "target": {"broker": 0}}]})
     assert "zookeeper-stop takes no target" in msg
+
+
+def test_ports_apply_to_host_partition_only():
+    msg = error_of(scenario={"faults": [{"kind": "host-isolate", "at_s": 1, "ports": [9092]}]})
+    assert "ports applies to host-partition only, not to host-isolate" in msg
+    msg = error_of(scenario={"faults": [{"kind": "host-partition", "at_s": 1, "ports": [0]}]})
+    assert "scenario.faults[0].ports[0]" in msg and "greater than or equal to 1" in msg
+    [run] = parse(scenario={"faults": [{"kind": "host-partition", "at_s": 1, "target": {"leader_of": 0},
+                                        "ports": [9092]}]})
+    assert run.scenario.fault_label == "host-partition (leader of 0; ports 9092) at 1 s"
 
 
 def test_fault_falls_inside_the_measured_phase():
@@ -166,3 +176,14 @@ def test_files_that_are_not_scenarios(tmp_path):
     bad.write_text("- a list\n")
     with pytest.raises(sc.ScenarioError, match="must be a mapping"):
         sc.load(bad)
+
+
+def test_network_faults_need_hosts_with_addresses_of_their_own():
+    doc = {"scenario": {"name": "demo", "faults": [{"kind": "broker-kill", "at_s": 1},
+                                                   {"kind": "host-isolate", "at_s": 2}]}}
+    with pytest.raises(sc.ScenarioError) as info:
+        sc.parse(doc, "demo.yml", brokers=3, hosts=1)
+    assert ("demo.yml: scenario.faults[1].kind: host-isolate needs brokers on hosts with addresses of their own"
+            in str(info.value))
+    assert "allowed here: broker-kill, broker-stop, broker-pause, broker-restart, zookeeper-stop" in str(info.value)
+    assert len(sc.parse(doc, "demo.yml", brokers=3, hosts=3)) == 1

@@ -1,0 +1,224 @@
+"""The multi-host path for real: three lab hosts (network namespaces with their own /etc, /opt,
+/var, process tree and sshd), ZooKeeper and Kafka deployed on them over SSH by the same
+playbooks as every inventory, then failover, a rolling restart and teardown.
+
+Run with `make test-lab` (it installs openssh-server and nftables when missing)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+import pyarrow.compute as pc
+import pytest
+from confluent_kafka import Producer
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from benchmarks import cluster, inventory as inventory_lib, lab as lab_lib, ledger, runner as runner_lib
+from benchmarks import scenario as sc
+from tests.conftest import ROOT, assert_ok, wait_for
+
+pytestmark = [pytest.mark.lab, pytest.mark.slow]
+
+LAB = ROOT / "inventories" / "lab"
+ENSEMBLE = "10.213.0.11:2181,10.213.0.12:2181,10.213.0.13:2181/kafka"
+
+
+@pytest.fixture(scope="module")
+def lab():
+    the_lab = lab_lib.Lab(lab_lib.load_spec(LAB))
+    assert the_lab.down() == [], "an earlier lab could not be torn down"
+    try:
+        started = time.monotonic()
+        the_lab.up()
+        print(f"\nlab up: {len(the_lab.spec.hosts)} hosts in {time.monotonic() - started:.1f} s")
+        yield the_lab
+    finally:
+        left = the_lab.down()
+    assert left == [], f"lab teardown left {left}"
+
+
+@pytest.fixture(scope="module")
+def lab_cluster(lab, runner):
+    started = time.monotonic()
+    result = assert_ok(runner.run("site.yml", LAB))
+    print(f"\nsite.yml deployed 3 ZooKeeper servers and 3 brokers on 3 lab hosts over SSH in "
+          f"{time.monotonic() - started:.0f} s (changed={result.count('changed')})")
+    return inventory_lib.load(LAB)
+
+
+def ssh(lab: lab_lib.Lab, host: str, command: str) -> str:
+    done = subprocess.run(["ssh", "-F", str(lab.spec.state_dir / "ssh_config"), host, command],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, f"{host}: {command}: {done.stderr}"
+    return done.stdout
+
+
+def zookeeper_modes(inventory: inventory_lib.ClusterInventory) -> dict[str, str]:
+    return {z.name: cluster.zookeeper_mode(z.host, z.port) or "down" for z in inventory.zookeepers}
+
+
+def test_lab_hosts_are_separate_hosts(lab):
+    marker = f"probe-{time.time_ns()}"
+    ssh(lab, "lab1", f"echo {marker} > /etc/kafka-bench-lab-probe")
+    for host in lab.spec.hosts:
+        out = ssh(lab, host.name, "hostname; ip -4 -o addr show dev eth0; ip route; ps -e -o pid=,comm= | head -1;"
+                                  " cat /etc/kafka-bench-lab-probe 2>/dev/null; ip route get 192.0.2.1 2>&1 || true")
+        lines = out.splitlines()
+        assert lines[0] == host.name
+        assert f"inet {host.address}/24" in out
+        assert "default" not in out  # no route out of the lab ...
+        assert "unreachable" in out.lower()  # ... so nothing outside is reachable
+        assert any(line.split() == ["1", "sshd"] for line in lines), "the host has its own process tree"
+        assert (marker in out) == (host.name == "lab1"), "each host has its own /etc"
+    assert not Path("/etc/kafka-bench-lab-probe").exists()
+
+
+def test_deploys_an_ensemble_and_brokers_over_ssh(lab, lab_cluster):
+    brokers = {b.broker_id: b.bootstrap for b in lab_cluster.brokers}
+    assert brokers == {0: "10.213.0.11:9092", 1: "10.213.0.12:9092", 2: "10.213.0.13:9092"}
+    status = cluster.describe(lab_cluster)
+    assert status.healthy, status.problems()
+    # Brokers advertise their host's address, on the same port everywhere.
+    metadata = AdminClient({"bootstrap.servers": lab_cluster.bootstrap_servers}).list_topics(timeout=10)
+    assert {b.id: f"{b.host}:{b.port}" for b in metadata.brokers.values()} == brokers
+    modes = zookeeper_modes(lab_cluster)
+    assert sorted(modes.values()) == ["follower", "follower", "leader"], modes
+    for index, host in enumerate(lab.spec.hosts):
+        assert ssh(lab, host.name, "cat /var/lib/zookeeper/myid").strip() == str(index + 1)
+        config = ssh(lab, host.name, "cat /etc/kafka/server.properties /etc/zookeeper/zoo.cfg")
+        assert f"zookeeper.connect={ENSEMBLE}" in config
+        assert f"broker.id={index}" in config
+        for peer in range(3):
+            assert f"server.{peer + 1}=10.213.0.1{peer + 1}:2888:3888" in config
+        # The roles' real-host paths and a real service user, in the host's own /etc and /opt.
+        assert ssh(lab, host.name, "stat -c %U /var/lib/kafka/data; ls /opt/kafka").split() == \
+            ["kafka", "kafka_2.13-3.9.2"]
+    assert not Path("/opt/kafka").exists() and not Path("/etc/kafka").exists()
+
+
+def test_second_deploy_changes_nothing(lab_cluster, runner):
+    result = assert_ok(runner.run("site.yml", LAB))
+    assert result.count("changed") == 0, result.stats.get("changed")
+
+
+def test_acks_all_writes_go_on_through_a_broker_kill_and_a_host_isolation(lab_cluster, runner, tmp_path):
+    [run] = sc.load(ROOT / "benchmarks" / "suites" / "lab" / "00-kill-then-isolate.yml")
+    summary = runner_lib.execute(run.scenario, lab_cluster, LAB, runner, tmp_path, quick=False, seed=3)
+    assert summary.valid, summary.invalid_reasons
+    assert summary.acked_lost == 0, summary.acked_lost_ids
+    assert summary.failed == summary.indeterminate == 0
+    run_dir = Path(summary.run_dir)
+    events = [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]
+    injected = {e["fault_id"]: e for e in events if e["event"] == "fault-injected"}
+    healed = {e["fault_id"]: e for e in events if e["event"] == "fault-healed"}
+    intents = {e["fault_id"]: e for e in events if e["event"] == "fault-intent"}
+    assert sorted(e["kind"] for e in intents.values()) == ["broker-kill", "host-isolate"]
+    produced = ledger.read(run_dir / "ledger" / "produce", ledger.PRODUCE_SCHEMA)
+    acks = produced.filter(pc.equal(produced.column("outcome"), "acked")).column("ack_ns")
+    for fault_id, intent in intents.items():
+        start, end = injected[fault_id]["at_ns"], healed[fault_id]["at_ns"]
+        during = pc.sum(pc.and_(pc.greater_equal(acks, start), pc.less(acks, end))).as_py()
+        stamps = sorted(a for a in acks.to_pylist() if start <= a < end)
+        longest = max((b - a for a, b in zip([start, *stamps], [*stamps, end])), default=end - start) / 1e9
+        print(f"\n{intent['kind']} ({intent['reason']}): {during} acks in {(end - start) / 1e9:.1f} s, "
+              f"longest gap between acks {longest:.2f} s")
+        assert during > 0.5 * (end - start) / 1e9 * run.scenario.workload.rate * 0.5, \
+            f"{intent['kind']}: the topic stopped accepting acks=all writes"
+
+
+def test_the_ensemble_survives_losing_one_zookeeper_server(lab_cluster, runner):
+    modes = zookeeper_modes(lab_cluster)
+    leader = next(name for name, mode in modes.items() if mode == "leader")
+    assert_ok(runner.run("faults/zookeeper-stop.yml", LAB, extravars={"fault_phase": "inject"}, limit=leader))
+    try:
+        survivors = wait_for(lambda: (m := zookeeper_modes(lab_cluster)) and m[leader] == "down"
+                             and sorted(v for k, v in m.items() if k != leader) == ["follower", "leader"] and m,
+                             timeout=60, what="a new ZooKeeper leader among the two survivors")
+        print(f"\nZooKeeper leader {leader} stopped; ensemble now {survivors}")
+        # The cluster still takes metadata changes (ZooKeeper writes) and acks=all writes.
+        admin = AdminClient({"bootstrap.servers": lab_cluster.bootstrap_servers})
+        topic = f"kb-lab-zk-{time.time_ns()}"
+        admin.create_topics([NewTopic(topic, 3, 3, config={"min.insync.replicas": "2"})])[topic].result(30)
+        assert _produce(lab_cluster, topic, 300) == 300
+    finally:
+        assert_ok(runner.run("faults/zookeeper-stop.yml", LAB, extravars={"fault_phase": "revert"}, limit=leader))
+    wait_for(lambda: sorted(zookeeper_modes(lab_cluster).values()) == ["follower", "follower", "leader"],
+             timeout=60, what="the ensemble of three serving again")
+
+
+def test_rolling_restart_goes_host_by_host_with_the_controller_and_zookeeper_leader_last(lab, lab_cluster, runner):
+    admin = AdminClient({"bootstrap.servers": lab_cluster.bootstrap_servers})
+    topic = f"kb-lab-rolling-{time.time_ns()}"
+    admin.create_topics([NewTopic(topic, 6, 3, config={"min.insync.replicas": "2"})])[topic].result(30)
+    assert _produce(lab_cluster, topic, 3000) == 3000
+    wait_for(lambda: cluster.describe(lab_cluster).healthy, timeout=120, what="a healthy cluster before restarting")
+    before = cluster.describe(lab_cluster)
+    zk_leader = next(name for name, mode in zookeeper_modes(lab_cluster).items() if mode == "leader")
+    controller = lab_cluster.broker(before.controller_id).name
+
+    samples: list[tuple[int, int]] = []  # (live brokers, under-replicated partitions) every ~0.5 s
+    stop = threading.Event()
+
+    def sample() -> None:
+        while not stop.is_set():
+            try:
+                status = cluster.describe(lab_cluster, timeout=5)
+                samples.append((sum(b.alive for b in status.brokers),
+                                sum(p.under_replicated for p in status.partitions)))
+            except Exception:  # a broker answering mid-restart may fail one sample
+                pass
+            stop.wait(0.5)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    started = time.monotonic()
+    try:
+        result = assert_ok(runner.run("rolling-restart.yml", LAB))
+    finally:
+        stop.set()
+        sampler.join(10)
+    print(f"\nrolling restart of 3 ZooKeeper servers and 3 brokers: {time.monotonic() - started:.0f} s, "
+          f"{len(samples)} samples, fewest live brokers {min(s[0] for s in samples)}, "
+          f"most under-replicated partitions {max(s[1] for s in samples)}")
+    assert result.count("changed") == 6
+    assert min(live for live, _ in samples) >= 2, "two brokers were down at once"
+    after = cluster.describe(lab_cluster)
+    assert after.healthy, after.problems()
+    # Restarted last = running for the shortest time: the old controller and the old ZooKeeper leader.
+    uptimes = {h.name: [int(x) for x in ssh(lab, h.name, "ps -o etimes= -p $(/etc/kafka/kafka-service pid);"
+                                                         " ps -o etimes= -p $(/etc/zookeeper/zookeeper-service pid)").split()]
+               for h in lab.spec.hosts}
+    assert min(uptimes, key=lambda h: uptimes[h][0]) == controller, uptimes
+    assert min(uptimes, key=lambda h: uptimes[h][1]) == zk_leader, uptimes
+
+
+def test_teardown_leaves_nothing_even_after_a_host_died(lab):
+    """Runs last: a host's init killed abruptly (as a crashed test would leave it), then down."""
+    victim = lab.spec.hosts[1]
+    pid = lab._pid(victim)
+    assert pid is not None
+    subprocess.run(["kill", "-9", str(pid)], check=True)
+    assert lab.down() == []
+    assert not {h.netns for h in lab.spec.hosts} & set(subprocess.run(["ip", "netns", "list"], capture_output=True,
+                                                                      text=True).stdout.split())
+    assert lab.down() == [], "a second teardown must find nothing to do"
+    # A half-built lab (a namespace and the bridge only) is torn down too.
+    subprocess.run(["ip", "netns", "add", lab.spec.hosts[0].netns], check=True)
+    subprocess.run(["ip", "link", "add", "name", lab.spec.bridge, "type", "bridge"], check=True)
+    assert lab.down() == []
+
+
+def _produce(inventory: inventory_lib.ClusterInventory, topic: str, count: int) -> int:
+    acked = []
+    producer = Producer({"bootstrap.servers": inventory.bootstrap_servers, "acks": "all",
+                         "enable.idempotence": True, "linger.ms": 5})
+    for i in range(count):
+        producer.produce(topic, key=str(i), value=b"x" * 100,
+                         on_delivery=lambda err, msg: acked.append(1) if err is None else None)
+        producer.poll(0)
+    producer.flush(60)
+    return len(acked)

@@ -1,0 +1,156 @@
+"""The lab is checked before anything is created: its inventory, its addresses, its names; and
+the Vagrant topology matches its inventories."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+
+import pytest
+import yaml
+
+from benchmarks import lab
+from tests.conftest import ROOT
+
+GROUP_VARS = {
+    "kafka_bench_lab_network": "10.213.0.0/24", "kafka_bench_lab_bridge": "kblab0",
+    "kafka_bench_lab_gateway": "10.213.0.1", "kafka_bench_lab_management_address": "10.213.0.254",
+    "kafka_bench_lab_state_dir": "/tmp/kb-lab-state",
+}
+
+
+def write_inventory(tmp_path, hosts, **overrides):
+    (tmp_path / "group_vars").mkdir(exist_ok=True)
+    (tmp_path / "group_vars" / "all.yml").write_text(yaml.safe_dump({**GROUP_VARS, **overrides}))
+    (tmp_path / "hosts.yml").write_text(yaml.safe_dump(
+        {"all": {"children": {"kafka": {"hosts": {n: ({"ansible_host": a} if a else None) for n, a in hosts.items()}}}}}))
+    return tmp_path
+
+
+def error(tmp_path, hosts, **overrides) -> str:
+    with pytest.raises(lab.LabError) as info:
+        lab.load_spec(write_inventory(tmp_path, hosts, **overrides))
+    return str(info.value)
+
+
+def test_the_lab_inventory_describes_three_hosts_on_their_own_subnet():
+    spec = lab.load_spec(ROOT / "inventories" / "lab")
+    assert [(h.name, h.address, h.netns, h.veth) for h in spec.hosts] == [
+        ("lab1", "10.213.0.11", "kb-lab1", "kbv-lab1"), ("lab2", "10.213.0.12", "kb-lab2", "kbv-lab2"),
+        ("lab3", "10.213.0.13", "kb-lab3", "kbv-lab3")]
+    assert (spec.bridge, spec.gateway, spec.management) == ("kblab0", "10.213.0.1", "10.213.0.254")
+    assert spec.state_dir == ROOT / ".state" / "lab"
+
+
+@pytest.mark.parametrize("hosts, overrides, expected", [
+    ({"lab1": "10.9.0.5"}, {}, "host lab1: ansible_host 10.9.0.5 is not a host address of kafka_bench_lab_network "
+                               "10.213.0.0/24"),
+    ({"lab1": "10.213.0.255"}, {}, "ansible_host 10.213.0.255 is not a host address"),
+    ({"lab1": "somewhere"}, {}, "host lab1: ansible_host 'somewhere' must be an IPv4 address in 10.213.0.0/24"),
+    ({"lab1": None}, {}, "host lab1: ansible_host None must be an IPv4 address"),
+    ({"lab1": "10.213.0.11", "lab2": "10.213.0.11"}, {}, "host lab2: ansible_host 10.213.0.11 is already used by lab1"),
+    ({"lab1": "10.213.0.1"}, {}, "ansible_host 10.213.0.1 is already used by kafka_bench_lab_gateway"),
+    ({"Lab_1": "10.213.0.11"}, {}, "host 'Lab_1': lab host names are 1-11 of a-z"),
+    ({"averyveryverylongname": "10.213.0.11"}, {}, "lab host names are 1-11"),
+    ({"lab1": "10.213.0.11"}, {"kafka_bench_lab_network": "8.8.8.0/24", "kafka_bench_lab_gateway": "8.8.8.1",
+                               "kafka_bench_lab_management_address": "8.8.8.2"}, "must be a private network"),
+    ({"lab1": "10.213.0.11"}, {"kafka_bench_lab_gateway": "10.214.0.1"},
+     "kafka_bench_lab_gateway 10.214.0.1 must be a host address of kafka_bench_lab_network"),
+    ({"lab1": "10.213.0.11"}, {"kafka_bench_lab_management_address": "10.213.0.1"}, "must differ"),
+    ({"lab1": "10.213.0.11"}, {"kafka_bench_lab_bridge": "a-bridge-name-too-long"}, "kafka_bench_lab_bridge"),
+])
+def test_bad_lab_inventories_are_refused_with_the_file_and_field(tmp_path, hosts, overrides, expected):
+    msg = error(tmp_path, hosts, **overrides)
+    assert expected in msg and str(tmp_path) in msg
+
+
+def test_an_inventory_that_is_not_a_lab_is_refused(tmp_path):
+    with pytest.raises(lab.LabError, match="not a lab inventory; missing kafka_bench_lab_network"):
+        lab.load_spec(ROOT / "inventories" / "local")
+
+
+class FakeCommands:
+    """Records commands; answers `ip` queries from a tiny model of links and namespaces."""
+
+    def __init__(self):
+        self.calls, self.links, self.netns = [], set(), set()
+
+    def __call__(self, args):
+        args = list(args)
+        self.calls.append(args)
+        out = ""
+        if args[:3] == ["ip", "-o", "link"]:
+            out = "".join(f"{i}: {n}: <UP>\n" for i, n in enumerate(sorted(self.links)))
+        elif args[:3] == ["ip", "netns", "list"]:
+            out = "".join(f"{n}\n" for n in sorted(self.netns))
+        elif args[:3] == ["ip", "netns", "add"]:
+            self.netns.add(args[3])
+        elif args[:3] == ["ip", "netns", "del"]:
+            self.netns.discard(args[3])
+        elif args[:3] == ["ip", "link", "add"]:
+            self.links.add(args[4] if args[3] == "name" else args[3])
+        elif args[:3] == ["ip", "link", "del"]:
+            self.links.discard(args[3])
+        return subprocess.CompletedProcess(args, 0, out, "")
+
+
+def test_teardown_removes_only_what_the_lab_made_and_reports_clean(tmp_path):
+    spec = lab.load_spec(write_inventory(tmp_path, {"lab1": "10.213.0.11", "lab2": "10.213.0.12"},
+                                         kafka_bench_lab_state_dir=str(tmp_path / "state")))
+    fake = FakeCommands()
+    fake.links = {"kblab0", "kbv-lab1", "eth0", "kbv-other"}
+    fake.netns = {"kb-lab1", "someone-elses"}
+    left = lab.Lab(spec, run=fake, sleep=lambda s: None, mountinfo=lambda: "").down()
+    assert left == []
+    assert fake.links == {"eth0", "kbv-other"} and fake.netns == {"someone-elses"}
+    assert ["ip", "netns", "pids", "kb-lab1"] in fake.calls
+    assert not any(c[:3] == ["ip", "netns", "del"] and c[3] == "kb-lab2" for c in fake.calls)
+
+
+def test_vagrant_topology_matches_its_inventories():
+    text = (ROOT / "Vagrantfile").read_text()
+    for layout, inventory in (("colocated", "vagrant"), ("separate", "vagrant-separate")):
+        block = text.split(f'"{layout}" => {{', 1)[1].split("\n    ],", 1)[0]
+        assert f'inventory: "inventories/{inventory}"' in block
+        boxes = {m[0]: (m[1], set(m[2].split())) for m in
+                 re.findall(r'name: "([^"]+)", ip: "([^"]+)".*?groups: %w\[([^\]]*)\]', block)}
+        hosts = yaml.safe_load((ROOT / "inventories" / inventory / "hosts.yml").read_text())["all"]["children"]
+        seen: dict[str, tuple[str, set[str]]] = {}
+        for group, body in hosts.items():
+            for name, hostvars in body["hosts"].items():
+                address = (hostvars or {}).get("ansible_host") or seen.get(name, (None,))[0]
+                seen[name] = (address, seen.get(name, (None, set()))[1] | {group})
+        assert seen == boxes, layout
+
+
+def test_every_inventory_uses_the_same_group_names():
+    for path in sorted((ROOT / "inventories").glob("*/hosts.yml")):
+        groups = set(yaml.safe_load(path.read_text())["all"]["children"])
+        assert {"zookeeper", "kafka"} <= groups <= {"zookeeper", "kafka", "loadgen"}, path
+
+
+def test_the_vagrantfile_parses():
+    ruby = subprocess.run(["ruby", "-c", str(ROOT / "Vagrantfile")], capture_output=True, text=True)
+    if ruby.returncode == 127 or "No such file" in ruby.stderr:
+        pytest.skip("ruby is not installed")
+    assert ruby.returncode == 0 and "Syntax OK" in ruby.stdout, ruby.stderr
+
+
+@pytest.mark.parametrize("layout", ["colocated", "separate"])
+def test_vagrant_validates_the_vagrantfile(layout):
+    if shutil.which("vagrant") is None:
+        pytest.skip("vagrant is not installed (Debian package vagrant)")
+    done = subprocess.run(["vagrant", "validate"], cwd=ROOT, capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "KAFKA_BENCH_LAYOUT": layout})
+    assert done.returncode == 0 and "validated successfully" in done.stdout, done.stdout + done.stderr
+
+
+def test_vagrant_refuses_an_unknown_layout():
+    if shutil.which("vagrant") is None:
+        pytest.skip("vagrant is not installed (Debian package vagrant)")
+    done = subprocess.run(["vagrant", "validate"], cwd=ROOT, capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "KAFKA_BENCH_LAYOUT": "bogus"})
+    assert done.returncode != 0 and "KAFKA_BENCH_LAYOUT=bogus: unknown layout; use one of colocated, separate" in \
+        done.stdout + done.stderr
