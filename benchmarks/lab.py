@@ -200,6 +200,16 @@ class Lab:
             return None
         return pid if HOST_SCRIPT.name.encode() in cmdline and host.name.encode() in cmdline else None
 
+    def _exited(self, host: LabHost) -> bool:
+        """Whether the init started for this host is gone (exited or a zombie). Only for the
+        start-up wait: right after the start its command line may still read empty (exec)."""
+        try:
+            pid = int((self._host_dir(host) / "init.pid").read_text())
+            stat = Path(f"/proc/{pid}/stat").read_text()
+        except (OSError, ValueError):
+            return True
+        return stat.rsplit(")", 1)[1].split()[0] in ("Z", "X")
+
     # --- preflight ---------------------------------------------------------------------------
     def preflight(self) -> None:
         if os.geteuid() != 0:
@@ -247,7 +257,7 @@ class Lab:
             pending = [h for h in pending if not self.ssh_probe(h.address)]
             if not pending:
                 break
-            dead = [h for h in pending if self._pid(h) is None]
+            dead = [h for h in pending if self._exited(h)]
             if dead or self.clock() > deadline:
                 host = (dead or pending)[0]
                 log = self._host_dir(host) / "init.log"
