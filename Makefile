@@ -73,7 +73,7 @@ lab-deps:
 	fi
 
 test-lab: install lab-deps
-	$(BIN)/python -m pytest -m lab tests/lab; status=$$?; \
+	$(BIN)/python -m pytest -m lab -s tests/lab; status=$$?; \
 	  $(BIN)/kafka-bench lab down --inventory $(LAB_INVENTORY) || status=1; exit $$status
 
 lab-up: install lab-deps

@@ -76,3 +76,16 @@ def test_bad_inventory_path_exits_invalid_input(tmp_path):
     out = invoke(FakeRunner(result()), "cluster", "up", "--inventory", str(tmp_path / "missing"))
     assert out.exit_code == ExitCode.INVALID_INPUT
     assert "does not exist" in out.output
+
+
+def test_lab_commands_refuse_an_inventory_that_is_not_a_lab_before_touching_anything():
+    for command in ("up", "down", "status"):
+        out = invoke(None, "lab", command, "--inventory", str(LOCAL_INVENTORY))
+        assert out.exit_code == ExitCode.INVALID_INPUT, out.output
+        assert f"{LOCAL_INVENTORY} (group_vars): not a lab inventory; missing kafka_bench_lab_network" in out.output
+
+
+def test_lab_ssh_names_the_lab_hosts_when_the_host_is_unknown():
+    out = invoke(None, "lab", "ssh", "lab9")
+    assert out.exit_code == ExitCode.INVALID_INPUT
+    assert "no lab host 'lab9'; hosts are lab1, lab2, lab3" in out.output
