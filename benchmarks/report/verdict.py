@@ -7,6 +7,8 @@ lowest p99 the latency baseline; only the settings that differ are named."""
 
 from __future__ import annotations
 
+import re
+
 from typing import Any
 
 SETTINGS = (("acks", "acks={}"), ("replication_factor", "RF {}"), ("min_insync_replicas", "min ISR {}"),
@@ -67,8 +69,10 @@ def verdict(row: dict[str, Any], peers: list[dict[str, Any]]) -> tuple[str, str]
             parts.append(f"p99 latency {mine / quickest['latency_p99_ms']:.1f}x that of "
                          f"{describe_difference(row, quickest)} ({mine:,.0f} ms vs {quickest['latency_p99_ms']:,.0f} ms)")
     if row["fault"] != "none":
-        kind = row["fault"].split(" at ")[0]
-        parts.append(f"{row['unavailable_in_fault_s']:.1f} s without acks on the worst partition during {kind}")
+        # "broker-kill (broker 1) at 5 s, healed at 25 s; host-partition (leader of 0; ports 9092) at 35 s"
+        faults = [label.split(" at ")[0] for label in re.split(r"; (?=[a-z]+-[a-z]+\b)", row["fault"])]
+        during = faults[0] if len(faults) == 1 else ", ".join(faults[:-1]) + " and " + faults[-1]
+        parts.append(f"{row['unavailable_in_fault_s']:.1f} s without acks on the worst partition during {during}")
         if row["new_leader_s"] is not None:
             parts.append(f"new leader after {row['new_leader_s']:.1f} s")
     return "; ".join(parts), severity

@@ -36,6 +36,14 @@ def test_loss_and_fault_figures():
     assert severity == "bad"
 
 
+def test_every_fault_of_a_schedule_is_named():
+    r = row(fault="broker-kill (broker 1) at 5 s, healed at 25 s; host-partition (leader of 0; ports 9092) at 35 s, "
+                  "healed at 75 s", unavailable_in_fault_s=58.04, new_leader_s=29.0)
+    text, _ = verdict(r, [r])
+    assert text == ("0 lost; 58.0 s without acks on the worst partition during broker-kill (broker 1) and "
+                    "host-partition (leader of 0; ports 9092); new leader after 29.0 s")
+
+
 def test_unseen_writes_are_missing_and_bad():
     text, severity = verdict(row(unseen=14247), [])
     assert text == "14,247 acknowledged messages MISSING past the end of the log (unseen)"

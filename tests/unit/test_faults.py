@@ -109,3 +109,29 @@ def test_heal_reverts_zookeeper_first_then_starts_everything_and_is_idempotent(t
 def test_unknown_fault_kind_is_refused():
     with pytest.raises(faults.FaultError, match="unknown fault 'broker-melt'"):
         faults.AnsibleFaultInjector(FakeRunner(), LOCAL_INVENTORY).new_record("broker-melt", ["broker0"], 0, "")
+
+
+def test_a_network_fault_keeps_its_options_through_the_journal_to_heal(tmp_path):
+    journal = faults.Journal(tmp_path / "journal.jsonl")
+    seen = []
+
+    class Recording(FakeRunner):
+        def run(self, playbook, inventory, extravars=None, limit=None, check=False, progress=None):
+            seen.append((playbook, dict(extravars or {}), limit))
+            return super().run(playbook, inventory, extravars, limit, check, progress)
+
+    injector = faults.AnsibleFaultInjector(Recording(), LOCAL_INVENTORY, journal)
+    record = injector.new_record("host-partition", ["broker0"], 0, "leader of t-0: broker 0", {"fault_ports": [9092]})
+    injector.inject(record)  # ... and the runner dies here: heal must cut the same ports' rules
+    faults.heal(Recording(), LOCAL_INVENTORY, journal)
+    assert seen[:2] == [("faults/host-partition.yml", {"fault_ports": [9092], "fault_phase": "inject"}, "broker0"),
+                        ("faults/host-partition.yml", {"fault_ports": [9092], "fault_phase": "revert"}, "broker0")]
+    assert journal.outstanding() == []
+
+
+def test_journal_lines_of_older_versions_without_options_still_heal(tmp_path):
+    path = tmp_path / "journal.jsonl"
+    path.write_text('{"fault_id": "a1", "phase": "intent", "t": 1, "kind": "broker-kill", "hosts": ["broker1"], '
+                    f'"broker_id": 1, "inventory": "{LOCAL_INVENTORY.resolve()}", "reason": "broker 1"}}\n')
+    [record] = faults.Journal(path).outstanding()
+    assert (record.kind, record.hosts, record.extravars) == ("broker-kill", ("broker1",), {})
