@@ -9,6 +9,11 @@
 set -eu
 name=$1 address=$2 state=$3 authorized_keys=$4 hosts_file=$5
 
+# Read what the host needs from the project before any mount: the project may live under a
+# directory this script covers (a clone in /tmp, say).
+hosts=$(cat "$hosts_file")
+keys=$(cat "$authorized_keys")
+
 mount --make-rprivate /
 hostname "$name"
 for dir in etc var; do
@@ -23,7 +28,9 @@ mkdir -p /run/sshd /run/lock
 chmod 0755 /run/sshd
 
 echo "$name" > /etc/hostname
-cp "$hosts_file" /etc/hosts
+printf '%s\n' "$hosts" > /etc/hosts
+printf '%s\n' "$keys" > /etc/ssh/kafka-bench-lab-authorized-keys
+chmod 0600 /etc/ssh/kafka-bench-lab-authorized-keys
 rm -f /etc/ssh/ssh_host_*
 ssh-keygen -q -A
 cat > /etc/ssh/sshd_config <<EOF
@@ -31,7 +38,7 @@ cat > /etc/ssh/sshd_config <<EOF
 ListenAddress $address:22
 PermitRootLogin prohibit-password
 PubkeyAuthentication yes
-AuthorizedKeysFile $authorized_keys
+AuthorizedKeysFile /etc/ssh/kafka-bench-lab-authorized-keys
 PasswordAuthentication no
 KbdInteractiveAuthentication no
 UsePAM no
