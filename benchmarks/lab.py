@@ -178,9 +178,6 @@ class Lab:
             raise LabError(f"`{' '.join(args)}` failed ({done.returncode}): {(done.stderr or done.stdout).strip()}")
         return done.stdout
 
-    def _ok(self, *args: str) -> bool:
-        return self.run(args).returncode == 0
-
     def _links(self) -> set[str]:
         out = self.run(["ip", "-o", "link", "show"]).stdout
         return {m.group(1) for m in re.finditer(r"^\d+: ([^:@]+)[@:]", out, re.M)}
@@ -191,22 +188,33 @@ class Lab:
     def _host_dir(self, host: LabHost) -> Path:
         return self.spec.state_dir / "hosts" / host.name
 
+    def _recorded_pid(self, host: LabHost) -> int | None:
+        """The pid `up` recorded for the host's init, whatever became of that process."""
+        try:
+            return int((self._host_dir(host) / "init.pid").read_text())
+        except (OSError, ValueError):
+            return None
+
     def _pid(self, host: LabHost) -> int | None:
         """The pid of the host's init (unshare) when it is alive and still the lab's."""
+        pid = self._recorded_pid(host)
+        if pid is None:
+            return None
         try:
-            pid = int((self._host_dir(host) / "init.pid").read_text())
             cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
-        except (OSError, ValueError):
+        except OSError:
             return None
         return pid if HOST_SCRIPT.name.encode() in cmdline and host.name.encode() in cmdline else None
 
     def _exited(self, host: LabHost) -> bool:
         """Whether the init started for this host is gone (exited or a zombie). Only for the
         start-up wait: right after the start its command line may still read empty (exec)."""
+        pid = self._recorded_pid(host)
+        if pid is None:
+            return True
         try:
-            pid = int((self._host_dir(host) / "init.pid").read_text())
             stat = Path(f"/proc/{pid}/stat").read_text()
-        except (OSError, ValueError):
+        except OSError:
             return True
         return stat.rsplit(")", 1)[1].split()[0] in ("Z", "X")
 
