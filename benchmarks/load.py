@@ -10,8 +10,11 @@ no leader), the intended times keep marching and the delay shows up as send dela
 from __future__ import annotations
 
 import dataclasses
+import json
+import os
 import signal
 import struct
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -65,6 +68,9 @@ class ProducerArgs:
     ledger_dir: str
     ledger_enabled: bool = True
     flush_timeout_s: float = 60.0
+    # Nice value asked for the sending thread when on a schedule (None: leave it). Where the
+    # brokers share the machine's cores, they would otherwise delay the sends behind schedule.
+    send_nice: int | None = -20
 
 
 @dataclasses.dataclass(frozen=True)
@@ -78,8 +84,29 @@ class ConsumerArgs:
     ledger_dir: str
 
 
+def _raise_send_priority(args: ProducerArgs, scheduled: bool) -> None:
+    """Ask for `send_nice` for this thread only (Linux nice values are per thread), after the
+    client's own threads exist, so they keep theirs; write what was got next to the ledger."""
+    got, error = None, None
+    if scheduled and args.send_nice is not None:
+        try:
+            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), args.send_nice)
+        except OSError as exc:  # not root, no CAP_SYS_NICE: the schedule runs at the default priority
+            error = str(exc)
+        got = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+    if args.ledger_enabled:
+        meta = {"producer": args.index, "send_thread_nice_asked": args.send_nice if scheduled else None,
+                "send_thread_nice": got, "error": error}
+        Path(args.ledger_dir, f"producer-{args.index:03d}.json").write_text(json.dumps(meta))
+
+
 def producer_main(args: ProducerArgs, counters, slot: int) -> None:
-    """Produce on the open-loop schedule; record every message's outcome in the ledger."""
+    """Produce on the open-loop schedule; record every message's outcome in the ledger.
+
+    On a schedule, messages are sent by `send_due`, which sends every message whose intended
+    time has come. The loop calls it after sleeping until the next intended time, and the
+    delivery callback calls it too: one poll can serve the reports of several whole batches
+    (milliseconds of Python), and without that the schedule would wait for them."""
     from confluent_kafka import Producer
 
     die_with_parent()
@@ -94,53 +121,86 @@ def producer_main(args: ProducerArgs, counters, slot: int) -> None:
     base = slot * COUNTERS
     stats = [0, 0, 0, 0]
     interval_ns = int(1e9 / args.rate) if args.rate else 0
+    # Messages on the schedule: every one intended before end_ns. Unthrottled: until end_ns.
+    scheduled = -(-(args.end_ns - args.start_ns) // interval_ns) if interval_ns else 0
     start_ns, index, keys = args.start_ns, args.index, args.keys
-    unpack, pack, sink = HEADER.unpack_from, out.ROW.pack, out.row_sink()
+    unpack, pack, sink, time_ns = HEADER.unpack_from, out.ROW.pack, out.row_sink(), time.time_ns
+    seq = 0        # the next message to send
+    reports = 0    # delivery reports served since the callback last looked at the schedule
 
     def on_delivery(err, msg):
-        now = time.time_ns()
-        _, _, seq, sent = unpack(msg.value())
-        reported[seq] = 1
-        intended = start_ns + seq * interval_ns if interval_ns else sent
-        key = (index * 7919 + seq) % keys if keys else -1
+        nonlocal reports
+        now = time_ns()
+        _, _, sent_seq, sent = unpack(msg.value())
+        reported[sent_seq] = 1
+        intended = start_ns + sent_seq * interval_ns if interval_ns else sent
+        key = (index * 7919 + sent_seq) % keys if keys else -1
         if err is None:
             offset = msg.offset()
-            sink(pack(seq, key, intended, sent, now, msg.partition(), offset if offset is not None and offset >= 0 else -1, 0, -1))
+            sink(pack(sent_seq, key, intended, sent, now, msg.partition(),
+                      offset if offset is not None and offset >= 0 else -1, 0, -1))
             stats[1] += 1
         else:
             name = err.name()
             code = ledger.OUTCOMES.index(ledger.outcome_of(name))
-            sink(pack(seq, key, intended, sent, now, -1, -1, code, out.error_code(name)))
+            sink(pack(sent_seq, key, intended, sent, now, -1, -1, code, out.error_code(name)))
             stats[1 + code] += 1
+        reports += 1
+        if reports >= 32 and scheduled:
+            reports = 0
+            if seq < scheduled and start_ns + seq * interval_ns <= now:
+                send_due()
 
     producer = Producer({**args.config, "bootstrap.servers": args.bootstrap,
                          "logger": silent_logger("kafka_bench.producer")})
     padding = b"\0" * max(0, args.message_size - HEADER.size)
     produce, poll, topic = producer.produce, producer.poll, args.topic
-    seq = 0
-    while True:
-        # Unthrottled, there is no schedule: a message is intended when it is sent.
-        intended = start_ns + seq * interval_ns if interval_ns else 0
-        if intended >= args.end_ns or (not interval_ns and time.time_ns() >= args.end_ns):
-            break
-        delay = intended - time.time_ns()
-        if delay > 0:
-            time.sleep(delay / 1e9)
+
+    def send(now: int) -> bool:
+        """Send message `seq` stamped with `now`; False when the client's queue is full."""
+        nonlocal seq
         key = (index * 7919 + seq) % keys if keys else -1
         reported.append(0)
-        while True:
-            try:
-                produce(topic, HEADER.pack(tag, index, seq, time.time_ns()) + padding,
-                        key=None if key < 0 else b"k%d" % key, on_delivery=on_delivery)
-                break
-            except BufferError:  # the client's queue is full: let it drain, keep the intended time
-                poll(0.005)
+        try:
+            produce(topic, HEADER.pack(tag, index, seq, now) + padding,
+                    key=None if key < 0 else b"k%d" % key, on_delivery=on_delivery)
+        except BufferError:
+            reported.pop()
+            return False
+        seq += 1
         stats[0] += 1
-        poll(0)
         if seq % 64 == 0:
             out.maybe_flush()
             _publish(counters, base, stats)
-        seq += 1
+        return True
+
+    def send_due() -> bool:
+        """Send every message whose intended time has come; False when the client's queue is full."""
+        now = time_ns()
+        while seq < scheduled and start_ns + seq * interval_ns <= now:
+            if not send(now):
+                return False
+            now = time_ns()
+        return True
+
+    try:  # connections and the topic's metadata before the first intended time, not after it
+        producer.list_topics(topic, timeout=max(1.0, (start_ns - time_ns()) / 1e9))
+    except Exception:  # noqa: BLE001 - the sends then wait for them, which the ledger shows
+        pass
+    _raise_send_priority(args, bool(scheduled))
+    if scheduled:
+        while seq < scheduled:
+            delay = start_ns + seq * interval_ns - time_ns()
+            if delay > 0:
+                time.sleep(delay / 1e9)
+            if not send_due():  # the client's queue is full: let it drain, the intended times keep marching
+                poll(0.005)
+            poll(0)
+    else:  # unthrottled: no schedule, a message is intended when it is sent
+        while (now := time_ns()) < args.end_ns:
+            if not send(now):
+                poll(0.005)
+            poll(0)
     deadline = time.monotonic() + args.flush_timeout_s
     while sum(stats[1:]) < stats[0] and time.monotonic() < deadline:
         producer.flush(0.5)
