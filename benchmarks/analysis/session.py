@@ -14,6 +14,13 @@ DEFAULTS = {
     "spark.sql.adaptive.enabled": "true",
     "spark.driver.memory": "4g",
     "spark.sql.execution.arrow.pyspark.enabled": "false",
+    # A batch job wants throughput, not short pauses: the parallel collector does the same
+    # analysis in ~12% less time than the default G1 (10M messages, 2 cores). In local mode
+    # the driver is the executor; on a cluster set spark.executor.extraJavaOptions likewise.
+    "spark.driver.extraJavaOptions": "-XX:+UseParallelGC",
+    # The per-message status is cached once and read twice: compressing it costs more CPU
+    # (~1.6 s of 18 at 10M messages) than it saves; it spills to disk if memory runs short.
+    "spark.sql.inMemoryColumnarStorage.compressed": "false",
 }
 
 

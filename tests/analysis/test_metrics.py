@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import random
 
 import pytest
 from pyspark.sql import functions as F
@@ -21,8 +22,8 @@ def analysis(spark):
 
 
 def nearest_rank(values, p):
-    """The percentile percentile_approx returns below its accuracy: the smallest value with at
-    least p of the values at or below it."""
+    """The exact percentile: the smallest value with at least p of the values at or below it.
+    The analysis reports it within metrics.PRECISION, exactly when its bucket holds one value."""
     ordered = sorted(values)
     return ordered[max(0, math.ceil(p * len(ordered)) - 1)]
 
@@ -161,3 +162,20 @@ def test_missing_and_mistyped_columns_are_named(spark):
         metrics.analyse(runs, events, produce.drop("ack_ns"), consume, timeline)
     with pytest.raises(schemas.SchemaError, match=r"consume ledger: column 'offset' is string, expected bigint"):
         metrics.analyse(runs, events, produce, consume.withColumn("offset", F.col("offset").cast("string")), timeline)
+
+
+def test_percentiles_are_within_the_stated_precision(spark):
+    """Many values spread over seven decades, negative and zero ones too: every percentile
+    within metrics.PRECISION of the exact one (or FLOOR_MS of it near zero), max exact."""
+    rng = random.Random(7)
+    values = [10 ** rng.uniform(-4, 3) for _ in range(5000)] + [0.0] * 40 + [-rng.uniform(0, 5) for _ in range(60)]
+    rows = [("a" if i % 2 else "b", v) for i, v in enumerate(values)]
+    df = spark.createDataFrame(rows, "g string, v double")
+    got = {r.g: r for r in metrics.percentiles(df, ["g"], "v", "x").collect()}
+    for group in ("a", "b"):
+        mine = [v for g, v in rows if g == group]
+        for name, p in zip(metrics.PERCENTILE_NAMES, metrics.PERCENTILES):
+            exact = nearest_rank(mine, p)
+            assert getattr(got[group], f"x_{name}_ms") == pytest.approx(exact, rel=metrics.PRECISION,
+                                                                         abs=metrics.FLOOR_MS), (group, name)
+        assert got[group].x_max_ms == max(mine)
