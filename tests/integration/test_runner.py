@@ -61,6 +61,11 @@ def test_leader_kill_with_acks_all_loses_no_acknowledged_write(cluster_up, runne
     names = [e["event"] for e in events]
     for name in ("heal-before-run", "load-start", "fault-intent", "fault-injected", "fault-healed", "final-read-end"):
         assert name in names
+    # Each producer says what priority its sending thread got (root may raise it).
+    load_end = next(e for e in events if e["event"] == "load-end")
+    assert [p["producer"] for p in load_end["producers"]] == list(range(scenario.workload.producers))
+    if os.geteuid() == 0:
+        assert {p["send_thread_nice"] for p in load_end["producers"]} == {-20}
     killed = next(e for e in events if e["event"] == "fault-intent")
     injected_at = next(e["at_ns"] for e in events if e["event"] == "fault-injected")
 
@@ -68,9 +73,12 @@ def test_leader_kill_with_acks_all_loses_no_acknowledged_write(cluster_up, runne
     times = sorted(set(timeline.column("t_ns").to_pylist()))
     assert statistics.median(b - a for a, b in zip(times, times[1:])) <= 0.6e9
     p0 = timeline.filter(pc.equal(timeline.column("partition"), 0))
+    # Another broker led partition 0 at some point after the kill. (Not necessarily to the end:
+    # when the killed leader was also the controller, the new controller's first preferred
+    # leader election, 5 s after it took over, hands the partition back to the restarted broker.)
     after = [leader for t, leader in zip(p0.column("t_ns").to_pylist(), p0.column("leader").to_pylist())
-             if t > injected_at + 25e9]
-    assert after and all(leader != killed["broker"] for leader in after if leader is not None), \
+             if t > injected_at]
+    assert any(leader not in (None, killed["broker"]) for leader in after), \
         "partition 0 never got a new leader after its leader was killed"
     effective = json.loads((run_dir / "effective-config.json").read_text())
     assert effective["topic"]["min.insync.replicas"] == "2"
