@@ -90,12 +90,20 @@ def main() -> None:
     parser.add_argument("--size", type=int, default=100)
     parser.add_argument("--producers", type=int, default=2, help="producer processes of the generator")
     parser.add_argument("--acks", default="all")
+    parser.add_argument("--warmup-rounds", type=int, default=1, help="discarded rounds before the measured ones")
     args = parser.parse_args()
 
     inv = inventory_lib.load(args.inventory)
     props = {"acks": args.acks, "linger.ms": "5", "batch.size": "65536", "compression.type": "none"}
     topics.ensure_topic(inv.bootstrap_servers, TOPIC, 3, min(3, len(inv.brokers)))
     rows: dict[str, list] = {"perf_test": [], "ledger_on": [], "ledger_off": [], "half_rate": [], "lower_rates": []}
+    # A freshly started cluster runs well below its speed for its first minutes (the brokers'
+    # JIT): discarded rounds of unthrottled load first.
+    for _ in range(args.warmup_rounds):
+        print("warm-up round (discarded) ...", flush=True)
+        perf_test(inv, args.records, args.size, props)
+        generator(inv, args.producers, args.seconds, args.size, props, None, False)
+        generator(inv, args.producers, args.seconds, args.size, props, None, False)
     for round_ in range(1, args.repeat + 1):  # interleaved, so drift of the machine hits all alike
         rows["perf_test"].append(perf_test(inv, args.records, args.size, props))
         rows["ledger_on"].append(generator(inv, args.producers, args.seconds, args.size, props, None, True))
@@ -121,7 +129,8 @@ def main() -> None:
     p99 = med(r["send_delay_p99_ms"] for r in rows["half_rate"])
     lower_p99 = {f: med(r["send_delay_p99_ms"] for r in rows["lower_rates"] if r["fraction"] == f) for f in ("1/4", "1/8")}
     results = {
-        "settings": {**props, "size": args.size, "producers": args.producers, "repeat": args.repeat},
+        "settings": {**props, "size": args.size, "producers": args.producers, "repeat": args.repeat,
+                     "warmup_rounds": args.warmup_rounds},
         "medians": {"perf_test_per_s": perf, "ledger_on_per_s": on, "ledger_off_per_s": off,
                     "half_rate_achieved_over_target": achieved, "half_rate_send_delay_p99_ms": p99,
                     **{f"rate_{f.replace('/', '_')}_send_delay_p99_ms": v for f, v in lower_p99.items()}},
