@@ -100,6 +100,11 @@ def _raise_send_priority(args: ProducerArgs, scheduled: bool) -> None:
         Path(args.ledger_dir, f"producer-{args.index:03d}.json").write_text(json.dumps(meta))
 
 
+def producer_meta(ledger_dir: Path) -> list[dict[str, Any]]:
+    """What each producer process of a produce ledger got for itself (`_raise_send_priority`)."""
+    return [json.loads(p.read_text()) for p in sorted(Path(ledger_dir).glob("producer-*.json"))]
+
+
 def producer_main(args: ProducerArgs, counters, slot: int) -> None:
     """Produce on the open-loop schedule; record every message's outcome in the ledger.
 
@@ -148,8 +153,7 @@ def producer_main(args: ProducerArgs, counters, slot: int) -> None:
         reports += 1
         if reports >= 32 and scheduled:
             reports = 0
-            if seq < scheduled and start_ns + seq * interval_ns <= now:
-                send_due()
+            send_due()
 
     producer = Producer({**args.config, "bootstrap.servers": args.bootstrap,
                          "logger": silent_logger("kafka_bench.producer")})

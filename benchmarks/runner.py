@@ -91,11 +91,6 @@ def _scaled(scenario: Scenario, quick: bool) -> tuple[float, float, float]:
     return min(w.warmup_s, 1.0), QUICK_SECONDS, factor
 
 
-def _producer_meta(ledger_dir: Path) -> list[dict[str, Any]]:
-    """What each producer process got for itself (the priority of its sending thread)."""
-    return [json.loads(p.read_text()) for p in sorted(ledger_dir.glob("producer-*.json"))]
-
-
 def _effective_config(bootstrap: str, topic: str, scenario: Scenario) -> tuple[dict[str, Any], list[str]]:
     """The topic's config as the cluster reports it and the client's, and how they differ from the scenario."""
     import confluent_kafka
@@ -308,7 +303,7 @@ def execute(scenario: Scenario, inventory: ClusterInventory, inventory_path: Pat
             if proc.exitcode:  # a crashed producer's messages are missing from the ledger: say so
                 how = f"signal {-proc.exitcode}" if proc.exitcode < 0 else f"code {proc.exitcode}"
                 invalid.append(f"producer {index} exited with {how}")
-        events.write("load-end", producers=_producer_meta(run_dir / "ledger" / "produce"))
+        events.write("load-end", producers=load.producer_meta(run_dir / "ledger" / "produce"))
     finally:
         for thread in worker:
             thread.join(300)

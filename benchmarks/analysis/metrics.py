@@ -135,6 +135,7 @@ def percentiles(df: DataFrame, keys: list[str], column: str, prefix: str) -> Dat
 # ---------------------------------------------------------------- per-message outcomes
 
 
+_OUTCOME = {name: code for code, name in enumerate(OUTCOMES, start=1)}  # the 1-based codes of `_outcome`
 STATUSES = ("delivered", "lost", "unseen", "failed", "failed-delivered", "indeterminate", "indeterminate-delivered",
             "unledgered")
 
@@ -164,7 +165,8 @@ def status_codes(produce: DataFrame, consume: DataFrame) -> DataFrame:
     final = consume.filter(F.col("group") == FINAL_READ)
     null_int, null_long = F.lit(None).cast("int"), F.lit(None).cast("long")
     # Outcomes travel through the shuffle as small integers: cheaper to move and compare than strings.
-    code = F.when(F.col("outcome") == "acked", 1).when(F.col("outcome") == "failed", 2).otherwise(3)
+    code = (F.when(F.col("outcome") == "acked", _OUTCOME["acked"]).when(F.col("outcome") == "failed", _OUTCOME["failed"])
+            .otherwise(_OUTCOME["indeterminate"]))
     sent = produce.select(_run_key().alias("_run"), "producer", "seq", code.alias("_outcome"),
                           F.col("partition").alias("ack_partition"), F.col("offset").alias("ack_offset"),
                           F.lit(0).alias("copy"), null_int.alias("read_partition"), null_long.alias("read_offset"))
@@ -179,11 +181,12 @@ def status_codes(produce: DataFrame, consume: DataFrame) -> DataFrame:
     highest = final.groupBy(_run_key().alias("_run"), F.col("partition").alias("ack_partition")).agg(
         F.max("offset").alias("max_read_offset"))
     o, read_any = F.col("_outcome"), F.col("copies") > 0
+    acked = o == _OUTCOME["acked"]
     status = (F.when(o.isNull(), STATUSES.index("unledgered"))
-              .when((o == 1) & read_any, STATUSES.index("delivered"))
-              .when((o == 1) & (F.col("max_read_offset") > F.col("ack_offset")), STATUSES.index("lost"))
-              .when(o == 1, STATUSES.index("unseen"))
-              .when(o == 2, F.when(read_any, STATUSES.index("failed-delivered")).otherwise(STATUSES.index("failed")))
+              .when(acked & read_any, STATUSES.index("delivered"))
+              .when(acked & (F.col("max_read_offset") > F.col("ack_offset")), STATUSES.index("lost"))
+              .when(acked, STATUSES.index("unseen"))
+              .when(o == _OUTCOME["failed"], F.when(read_any, STATUSES.index("failed-delivered")).otherwise(STATUSES.index("failed")))
               .otherwise(F.when(read_any, STATUSES.index("indeterminate-delivered"))
                          .otherwise(STATUSES.index("indeterminate"))))
     return (per_id.join(F.broadcast(highest), on=["_run", "ack_partition"], how="left")
@@ -231,8 +234,8 @@ def counts(codes: DataFrame, keys: DataFrame) -> DataFrame:
     s, o = F.col("_status"), F.col("_outcome")
     is_ = lambda name: s == STATUSES.index(name)  # noqa: E731
     return _per_run(codes.groupBy("_run").agg(
-        _sum_if(o.isNotNull()).alias("sent"), _sum_if(o == 1).alias("acked"),
-        _sum_if(o == 2).alias("failed"), _sum_if(o == 3).alias("indeterminate"),
+        _sum_if(o.isNotNull()).alias("sent"), _sum_if(o == _OUTCOME["acked"]).alias("acked"),
+        _sum_if(o == _OUTCOME["failed"]).alias("failed"), _sum_if(o == _OUTCOME["indeterminate"]).alias("indeterminate"),
         _sum_if(is_("lost")).alias("lost"), _sum_if(is_("unseen")).alias("unseen"),
         F.sum(F.greatest(F.col("copies") - 1, F.lit(0))).cast("long").alias("duplicates"),
         _sum_if(is_("failed-delivered")).alias("failed_delivered"),

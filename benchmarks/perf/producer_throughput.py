@@ -32,6 +32,7 @@ from benchmarks import inventory as inventory_lib
 from benchmarks import ledger, load, paths, topics
 
 TOPIC = "kb-perf"
+LOWER_FRACTIONS = (4, 8)  # of the maximum rate, besides the half the target is set at
 
 
 def perf_test(inv, records: int, size: int, props: dict[str, str]) -> float:
@@ -76,8 +77,7 @@ def generator(inv, producers: int, seconds: float, size: int, props: dict[str, s
                           send_delay_p999_ms=quantiles[2])
             if rate:
                 result["achieved_over_target"] = table.num_rows / (rate * seconds)
-                result["send_thread_nice"] = [json.loads(p.read_text())["send_thread_nice"]
-                                              for p in sorted(Path(tmp).glob("producer-*.json"))]
+                result["send_thread_nice"] = [meta["send_thread_nice"] for meta in load.producer_meta(Path(tmp))]
     return result
 
 
@@ -108,14 +108,15 @@ def main() -> None:
         rows["perf_test"].append(perf_test(inv, args.records, args.size, props))
         rows["ledger_on"].append(generator(inv, args.producers, args.seconds, args.size, props, None, True))
         rows["ledger_off"].append(generator(inv, args.producers, args.seconds, args.size, props, None, False))
-        half = rows["ledger_on"][-1]["acked_per_s"] / 2
-        rows["half_rate"].append({"target_per_s": half, **generator(inv, args.producers, args.seconds, args.size,
-                                                                     props, half, True)})
-        for fraction in (4, 8):
-            rows["lower_rates"].append({"fraction": f"1/{fraction}", "target_per_s": half * 2 / fraction,
+        peak = rows["ledger_on"][-1]["acked_per_s"]
+        rows["half_rate"].append({"target_per_s": peak / 2, **generator(inv, args.producers, args.seconds, args.size,
+                                                                          props, peak / 2, True)})
+        for fraction in LOWER_FRACTIONS:
+            rows["lower_rates"].append({"fraction": f"1/{fraction}", "target_per_s": peak / fraction,
                                         **generator(inv, args.producers, args.seconds, args.size, props,
-                                                    half * 2 / fraction, True)})
-        lower = ", ".join(f"{r['fraction']} {r['send_delay_p99_ms']:.3f} ms" for r in rows["lower_rates"][-2:])
+                                                    peak / fraction, True)})
+        lower = ", ".join(f"{r['fraction']} {r['send_delay_p99_ms']:.3f} ms"
+                          for r in rows["lower_rates"][-len(LOWER_FRACTIONS):])
         print(f"round {round_}: perf-test {rows['perf_test'][-1]:,.0f}/s, generator ledger on "
               f"{rows['ledger_on'][-1]['acked_per_s']:,.0f}/s, off {rows['ledger_off'][-1]['acked_per_s']:,.0f}/s, "
               f"half rate achieved/target {rows['half_rate'][-1]['achieved_over_target']:.4f}, "
@@ -127,7 +128,8 @@ def main() -> None:
     off = med(r["acked_per_s"] for r in rows["ledger_off"])
     achieved = med(r["achieved_over_target"] for r in rows["half_rate"])
     p99 = med(r["send_delay_p99_ms"] for r in rows["half_rate"])
-    lower_p99 = {f: med(r["send_delay_p99_ms"] for r in rows["lower_rates"] if r["fraction"] == f) for f in ("1/4", "1/8")}
+    lower_p99 = {f"1/{n}": med(r["send_delay_p99_ms"] for r in rows["lower_rates"] if r["fraction"] == f"1/{n}")
+                 for n in LOWER_FRACTIONS}
     results = {
         "settings": {**props, "size": args.size, "producers": args.producers, "repeat": args.repeat,
                      "warmup_rounds": args.warmup_rounds},
