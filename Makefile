@@ -12,7 +12,7 @@ INVENTORY ?= inventories/local
 # Tools the tests and playbooks start (ansible-playbook, molecule, ...) come from the venv.
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: bench bench-durability bench-lab perf perf-analysis report test test-unit test-cluster test-roles test-lab lint install cluster-up cluster-down cluster-status lab-deps lab-up lab-down clean
+.PHONY: bench bench-durability bench-lab perf perf-deps perf-analysis report test test-unit test-cluster test-roles test-lab lint install cluster-up cluster-down cluster-status lab-deps lab-up lab-down clean
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -33,8 +33,9 @@ bench-durability: install
 	$(BIN)/kafka-bench cluster up --inventory $(INVENTORY)
 	$(BIN)/kafka-bench run durability --quick --inventory $(INVENTORY)
 
-## Load generator vs Kafka's producer-perf-test, ledger on vs off, open-loop accuracy.
-perf: install
+## Load generator vs Kafka's producer-perf-test, ledger on vs off, open-loop accuracy, and the
+## C reference loop (benchmarks/perf/native/sendloop.c) beside it.
+perf: install perf-deps
 	$(BIN)/kafka-bench cluster up --inventory $(INVENTORY)
 	$(BIN)/python -m benchmarks.perf.producer_throughput --inventory $(INVENTORY)
 
@@ -46,12 +47,22 @@ perf-analysis: install
 report: install
 	$(BIN)/kafka-bench report $(DIR)
 
+## librdkafka's C headers (Debian package) for the C reference loop of `make perf`.
+PERF_PACKAGES := librdkafka-dev
+
+perf-deps:
+	@if ! test -f /usr/include/librdkafka/rdkafka.h; then \
+	  echo "installing $(PERF_PACKAGES) (Debian package) for the C reference loop"; \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -q $(PERF_PACKAGES) >/dev/null \
+	    || { apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q $(PERF_PACKAGES) >/dev/null; }; \
+	fi
+
 ## Everything: unit, lint, the local cluster, install sources, Molecule, then the multi-host lab.
-test: install
+test: install perf-deps
 	$(BIN)/python -m pytest
 	$(MAKE) test-lab
 
-test-unit: install
+test-unit: install perf-deps
 	$(BIN)/python -m pytest tests/unit
 
 test-cluster: install

@@ -7,7 +7,10 @@ one run on the same cluster, same acks, message size and batching:
 4. the load generator at half the rate reached in 2, ledger on: achieved / target rate and
    the send delay (actual send - intended send) percentiles; then at a quarter and an eighth
    of it, to show the rate below which the send delay stays under a millisecond when the
-   brokers share the machine's cores.
+   brokers share the machine's cores;
+5. the C reference loop (`native/sendloop.c`: the same schedule on the same librdkafka, no
+   Python, no ledger) unthrottled, at the generator's half rate, and at half its own maximum:
+   the send delay this machine allows, beside the generator's (`--no-native` leaves it out).
 
 Each measurement is repeated; medians and ratios are printed, the raw figures saved as JSON.
 
@@ -26,13 +29,23 @@ import tempfile
 import time
 from pathlib import Path
 
+import pyarrow as pa
 import pyarrow.compute as pc
 
 from benchmarks import inventory as inventory_lib
 from benchmarks import ledger, load, paths, topics
+from benchmarks.perf import native_loop
 
 TOPIC = "kb-perf"
 LOWER_FRACTIONS = (4, 8)  # of the maximum rate, besides the half the target is set at
+WARMUP_S = 1.0  # as in a run, the first second is warm-up (the client's first batches, cold code paths)
+KEYS = 64
+
+
+def delay_quantiles(delays_ms) -> dict[str, float]:
+    """p50 / p99 / p99.9 of send delays in ms (the same interpolation for both loops)."""
+    p50, p99, p999 = pc.quantile(delays_ms, q=[0.5, 0.99, 0.999]).to_pylist()
+    return {"send_delay_p50_ms": p50, "send_delay_p99_ms": p99, "send_delay_p999_ms": p999}
 
 
 def perf_test(inv, records: int, size: int, props: dict[str, str]) -> float:
@@ -48,7 +61,7 @@ def perf_test(inv, records: int, size: int, props: dict[str, str]) -> float:
 
 
 def generator(inv, producers: int, seconds: float, size: int, props: dict[str, str], rate: float | None,
-              ledger_on: bool, warmup_s: float = 1.0) -> dict[str, float]:
+              ledger_on: bool, warmup_s: float = WARMUP_S) -> dict[str, float]:
     """Run the load generator's producer processes; acked/s and, with a ledger, send delays."""
     ctx = multiprocessing.get_context("spawn")
     counters = ctx.Array("q", load.COUNTERS * producers, lock=False)
@@ -58,7 +71,7 @@ def generator(inv, producers: int, seconds: float, size: int, props: dict[str, s
         procs = []
         for index in range(producers):
             args = load.ProducerArgs(index, f"perf{index}", inv.bootstrap_servers, TOPIC, dict(props),
-                                     rate / producers if rate else None, start_ns, end_ns, size, 64, tmp, ledger_on)
+                                     rate / producers if rate else None, start_ns, end_ns, size, KEYS, tmp, ledger_on)
             proc = ctx.Process(target=load.producer_main, args=(args, counters, index))
             proc.start()
             procs.append(proc)
@@ -69,15 +82,27 @@ def generator(inv, producers: int, seconds: float, size: int, props: dict[str, s
         result = {"acked": acked, "elapsed_s": elapsed, "acked_per_s": acked / elapsed}
         if ledger_on:
             table = ledger.read(Path(tmp), ledger.PRODUCE_SCHEMA)
-            # As in a run, the first second is warm-up (the client's first batches, cold code paths).
             table = table.filter(pc.greater_equal(table.column("intended_ns"), start_ns + int(warmup_s * 1e9)))
             delay = pc.divide(pc.cast(pc.subtract(table.column("sent_ns"), table.column("intended_ns")), "double"), 1e6)
-            quantiles = pc.quantile(delay, q=[0.5, 0.99, 0.999]).to_pylist()
-            result.update(sent=table.num_rows, send_delay_p50_ms=quantiles[0], send_delay_p99_ms=quantiles[1],
-                          send_delay_p999_ms=quantiles[2])
+            result.update(sent=table.num_rows, **delay_quantiles(delay))
             if rate:
                 result["achieved_over_target"] = table.num_rows / (rate * seconds)
                 result["send_thread_nice"] = [meta["send_thread_nice"] for meta in load.producer_meta(Path(tmp))]
+    return result
+
+
+def native(binary: Path, inv, producers: int, seconds: float, size: int, props: dict[str, str],
+           rate: float | None, warmup_s: float = WARMUP_S) -> dict[str, float]:
+    """The C reference loop, as `generator` runs the generator: acked/s and, on a schedule,
+    achieved / target and the send delays after the warm-up."""
+    with tempfile.TemporaryDirectory(prefix="kb-perf-native-") as tmp:
+        got = native_loop.run(binary, inv.bootstrap_servers, TOPIC, props, producers, rate, time.time_ns() + int(2e9),
+                              warmup_s + seconds, warmup_s, size, KEYS, Path(tmp))
+    result = {"acked": got.acked, "failed": got.failed, "elapsed_s": got.elapsed_s,
+              "acked_per_s": got.acked / got.elapsed_s}
+    if rate:
+        result.update(achieved_over_target=len(got.delays_ms) / (rate * seconds),
+                      **delay_quantiles(pa.array(got.delays_ms)))
     return result
 
 
@@ -91,12 +116,21 @@ def main() -> None:
     parser.add_argument("--producers", type=int, default=2, help="producer processes of the generator")
     parser.add_argument("--acks", default="all")
     parser.add_argument("--warmup-rounds", type=int, default=1, help="discarded rounds before the measured ones")
+    parser.add_argument("--native", action=argparse.BooleanOptionalAction, default=True,
+                        help="also measure the C reference loop (needs a C compiler and librdkafka's headers)")
     args = parser.parse_args()
+    binary = None
+    if args.native:
+        try:
+            binary = native_loop.build()
+        except native_loop.NativeUnavailable as exc:
+            print(f"C reference loop left out: {exc}", flush=True)
 
     inv = inventory_lib.load(args.inventory)
     props = {"acks": args.acks, "linger.ms": "5", "batch.size": "65536", "compression.type": "none"}
     topics.ensure_topic(inv.bootstrap_servers, TOPIC, 3, min(3, len(inv.brokers)))
-    rows: dict[str, list] = {"perf_test": [], "ledger_on": [], "ledger_off": [], "half_rate": [], "lower_rates": []}
+    rows: dict[str, list] = {"perf_test": [], "ledger_on": [], "ledger_off": [], "half_rate": [], "lower_rates": [],
+                             "native_max": [], "native_same_rate": [], "native_half_own": []}
     # A freshly started cluster runs well below its speed for its first minutes (the brokers'
     # JIT): discarded rounds of unthrottled load first.
     for _ in range(args.warmup_rounds):
@@ -115,6 +149,16 @@ def main() -> None:
             rows["lower_rates"].append({"fraction": f"1/{fraction}", "target_per_s": peak / fraction,
                                         **generator(inv, args.producers, args.seconds, args.size, props,
                                                     peak / fraction, True)})
+        if binary is not None:
+            def loop(rate):
+                return native(binary, inv, args.producers, args.seconds, args.size, props, rate)
+            rows["native_max"].append(loop(None))
+            rows["native_same_rate"].append({"target_per_s": peak / 2, **loop(peak / 2)})
+            own = rows["native_max"][-1]["acked_per_s"] / 2
+            rows["native_half_own"].append({"target_per_s": own, **loop(own)})
+            print(f"round {round_}: C loop max {rows['native_max'][-1]['acked_per_s']:,.0f}/s, send delay p99 at the "
+                  f"generator's half rate {rows['native_same_rate'][-1]['send_delay_p99_ms']:.3f} ms, at half its own "
+                  f"max {rows['native_half_own'][-1]['send_delay_p99_ms']:.3f} ms", flush=True)
         lower = ", ".join(f"{r['fraction']} {r['send_delay_p99_ms']:.3f} ms"
                           for r in rows["lower_rates"][-len(LOWER_FRACTIONS):])
         print(f"round {round_}: perf-test {rows['perf_test'][-1]:,.0f}/s, generator ledger on "
@@ -130,12 +174,18 @@ def main() -> None:
     p99 = med(r["send_delay_p99_ms"] for r in rows["half_rate"])
     lower_p99 = {f"1/{n}": med(r["send_delay_p99_ms"] for r in rows["lower_rates"] if r["fraction"] == f"1/{n}")
                  for n in LOWER_FRACTIONS}
+    native_medians = {} if binary is None else {
+        "native_max_per_s": med(r["acked_per_s"] for r in rows["native_max"]),
+        "native_same_rate_send_delay_p99_ms": med(r["send_delay_p99_ms"] for r in rows["native_same_rate"]),
+        "native_same_rate_achieved_over_target": med(r["achieved_over_target"] for r in rows["native_same_rate"]),
+        "native_half_own_send_delay_p99_ms": med(r["send_delay_p99_ms"] for r in rows["native_half_own"])}
     results = {
         "settings": {**props, "size": args.size, "producers": args.producers, "repeat": args.repeat,
                      "warmup_rounds": args.warmup_rounds},
         "medians": {"perf_test_per_s": perf, "ledger_on_per_s": on, "ledger_off_per_s": off,
                     "half_rate_achieved_over_target": achieved, "half_rate_send_delay_p99_ms": p99,
-                    **{f"rate_{f.replace('/', '_')}_send_delay_p99_ms": v for f, v in lower_p99.items()}},
+                    **{f"rate_{f.replace('/', '_')}_send_delay_p99_ms": v for f, v in lower_p99.items()},
+                    **native_medians},
         "ratios": {"generator_over_perf_test": on / perf, "ledger_on_over_off": on / off},
         "targets": {"generator_over_perf_test": ">= 1.0", "ledger_on_over_off": ">= 0.9",
                     "half_rate_achieved_over_target": ">= 0.99", "half_rate_send_delay_p99_ms": "<= 1.0"},
@@ -148,6 +198,12 @@ def main() -> None:
     print(f"  send delay p99 at half rate                : {p99:.3f} ms   (target <= 1 ms)")
     for fraction, value in lower_p99.items():
         print(f"  send delay p99 at {fraction} of the maximum rate   : {value:.3f} ms")
+    if native_medians:
+        same, own = native_medians["native_same_rate_send_delay_p99_ms"], native_medians["native_half_own_send_delay_p99_ms"]
+        print(f"C reference loop (same schedule and librdkafka, no Python, no ledger), medians:")
+        print(f"  maximum rate                               : {native_medians['native_max_per_s']:,.0f}/s")
+        print(f"  send delay p99 at the generator's half rate: {same:.3f} ms   (generator / C loop: {p99 / same:.2f})")
+        print(f"  send delay p99 at half its own maximum     : {own:.3f} ms")
     out = paths.PROJECT_ROOT / "benchmarks" / "results" / f"perf-producer-{time.strftime('%Y%m%dT%H%M%S')}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(results, indent=2))

@@ -169,6 +169,27 @@ def test_heal_after_the_runner_was_killed_during_a_fault(cluster_up, tmp_path):
     assert {"kafka-bench-broker0", "kafka-bench-broker1", "kafka-bench-broker2", "kafka-bench-zk0"} <= set(service_pids())
 
 
+def test_perf_benchmark_runs_the_generator_and_the_c_loop_on_the_same_schedule(cluster_up):
+    """`make perf` in miniature: both loops at one rate, every scheduled message sent and
+    acknowledged, send delays measured after the warm-up only; unthrottled, both report a rate."""
+    from benchmarks import topics
+    from benchmarks.perf import native_loop, producer_throughput as perf
+
+    props = {"acks": "all", "linger.ms": "5", "batch.size": "65536", "compression.type": "none"}
+    topics.ensure_topic(cluster_up.bootstrap_servers, perf.TOPIC, 3, 3)
+    rate, seconds = 2_000, 2.0
+    generator = perf.generator(cluster_up, 2, seconds, 100, props, rate, True)
+    binary = native_loop.build()
+    c_loop = perf.native(binary, cluster_up, 2, seconds, 100, props, rate)
+    for got in (generator, c_loop):
+        assert got["acked"] == rate * (perf.WARMUP_S + seconds)
+        assert got["achieved_over_target"] == pytest.approx(1.0, abs=0.001)
+        assert 0 <= got["send_delay_p50_ms"] <= got["send_delay_p99_ms"] <= got["send_delay_p999_ms"]
+    assert c_loop["failed"] == 0
+    flat_out = perf.native(binary, cluster_up, 2, 1.0, 100, props, None)
+    assert flat_out["acked"] > rate and flat_out["failed"] == 0 and "send_delay_p99_ms" not in flat_out
+
+
 def _stat(pid: int) -> list[str]:
     with open(f"/proc/{pid}/stat") as handle:
         return handle.read().rsplit(")", 1)[1].split()

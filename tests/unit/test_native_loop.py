@@ -1,0 +1,45 @@
+"""The perf benchmark's C reference loop: how it is built, and what it says when it cannot be."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+
+import pyarrow as pa
+import pytest
+
+from benchmarks.perf import native_loop
+from benchmarks.perf.producer_throughput import delay_quantiles
+
+
+def test_build_without_a_compiler_names_it(tmp_path):
+    with pytest.raises(native_loop.NativeUnavailable, match="no C compiler: `no-such-cc` is not on PATH"):
+        native_loop.build(cc="no-such-cc", build_dir=tmp_path)
+    assert not any(tmp_path.iterdir())
+
+
+def test_build_without_librdkafka_headers_says_how_to_get_them(tmp_path):
+    # A compiler that fails as gcc does when the header is missing.
+    cc = tmp_path / "fake-cc"
+    cc.write_text("#!/bin/sh\necho 'sendloop.c:16:10: fatal error: librdkafka/rdkafka.h: No such file' >&2\nexit 1\n")
+    cc.chmod(0o755)
+    with pytest.raises(native_loop.NativeUnavailable, match="apt-get install librdkafka-dev"):
+        native_loop.build(cc=str(cc), build_dir=tmp_path / "build")
+    assert not list((tmp_path / "build").glob("sendloop-*"))
+
+
+def test_build_compiles_once_and_the_loop_checks_its_arguments(tmp_path):
+    binary = native_loop.build(build_dir=tmp_path)
+    assert os.access(binary, os.X_OK)
+    assert native_loop.build(build_dir=tmp_path) == binary  # cached: same source, same library
+    assert binary.stat().st_mtime_ns == native_loop.build(build_dir=tmp_path).stat().st_mtime_ns
+    usage = subprocess.run([str(binary)], capture_output=True, text=True, check=False)
+    assert usage.returncode == 2 and "usage" in usage.stderr
+    bad = subprocess.run([str(binary), "127.0.0.1:1", "t", "10", "1", "0", "0", "100", "0", str(tmp_path / "d"),
+                          "no.such.property=1"], capture_output=True, text=True, check=False)
+    assert bad.returncode == 2 and "no.such.property" in bad.stderr
+
+
+def test_delay_quantiles_interpolate_as_the_generator_does():
+    got = delay_quantiles(pa.array([float(v) for v in range(1, 1001)]))
+    assert got == pytest.approx({"send_delay_p50_ms": 500.5, "send_delay_p99_ms": 990.01, "send_delay_p999_ms": 999.001})
