@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pyarrow.parquet as pq
+
 from benchmarks import ledger
 
 
@@ -98,3 +100,19 @@ def test_packed_produce_rows_read_back_with_their_nulls(tmp_path):
         {"run_id": "run-1", "producer": 3, "seq": 3, "key": -1, "intended_ns": 400, "sent_ns": None, "ack_ns": None,
          "outcome": "indeterminate", "partition": None, "offset": None, "error": "_NO_REPORT"},
     ]
+
+
+def test_parts_are_plain_parquet_with_compact_encodings(tmp_path):
+    """Any reader (Spark, DuckDB, pandas) sees the ledger schema's plain strings and integers,
+    stored as dictionaries and deltas."""
+    out = ledger.ProduceLedgerWriter(tmp_path, "producer-000", "run-1", 0)
+    sink, pack = out.row_sink(), out.ROW.pack
+    for seq in range(1000):
+        sink(pack(seq, seq % 8, 1_000 + seq, 1_010 + seq, 5_000 + seq, seq % 3, seq // 3, 0, -1))
+    out.close()
+    [part] = tmp_path.glob("*.parquet")
+    assert pq.read_table(part).schema == ledger.PRODUCE_SCHEMA  # no schema given: no dictionary types
+    columns = pq.ParquetFile(part).metadata.row_group(0)
+    encodings = {columns.column(i).path_in_schema: set(columns.column(i).encodings) for i in range(columns.num_columns)}
+    assert "DELTA_BINARY_PACKED" in encodings["sent_ns"] and "DELTA_BINARY_PACKED" in encodings["offset"]
+    assert {"RLE_DICTIONARY"} & encodings["run_id"] and {"RLE_DICTIONARY"} & encodings["outcome"]
