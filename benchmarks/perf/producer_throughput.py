@@ -129,6 +129,9 @@ def main() -> None:
     inv = inventory_lib.load(args.inventory)
     props = {"acks": args.acks, "linger.ms": "5", "batch.size": "65536", "compression.type": "none"}
     topics.ensure_topic(inv.bootstrap_servers, TOPIC, 3, min(3, len(inv.brokers)))
+    def c_loop(rate: float | None) -> dict[str, float]:
+        return native(binary, inv, args.producers, args.seconds, args.size, props, rate)
+
     rows: dict[str, list] = {"perf_test": [], "ledger_on": [], "ledger_off": [], "half_rate": [], "lower_rates": [],
                              "native_max": [], "native_same_rate": [], "native_half_own": []}
     # A freshly started cluster runs well below its speed for its first minutes (the brokers'
@@ -139,9 +142,14 @@ def main() -> None:
         generator(inv, args.producers, args.seconds, args.size, props, None, False)
         generator(inv, args.producers, args.seconds, args.size, props, None, False)
     for round_ in range(1, args.repeat + 1):  # interleaved, so drift of the machine hits all alike
-        rows["perf_test"].append(perf_test(inv, args.records, args.size, props))
-        rows["ledger_on"].append(generator(inv, args.producers, args.seconds, args.size, props, None, True))
-        rows["ledger_off"].append(generator(inv, args.producers, args.seconds, args.size, props, None, False))
+        # The unthrottled measurements in reversed order every other round: a cluster still
+        # getting faster (its JIT) would otherwise favour whichever always runs later (seen
+        # here: ledger on / off 0.86 in a fixed order on a fresh cluster, 1.01 alternating).
+        unthrottled = [("perf_test", lambda: perf_test(inv, args.records, args.size, props))] + [
+            (f"ledger_{name}", lambda on=on: generator(inv, args.producers, args.seconds, args.size, props, None, on))
+            for name, on in (("on", True), ("off", False))]
+        for name, measure in unthrottled if round_ % 2 else reversed(unthrottled):
+            rows[name].append(measure())
         peak = rows["ledger_on"][-1]["acked_per_s"]
         rows["half_rate"].append({"target_per_s": peak / 2, **generator(inv, args.producers, args.seconds, args.size,
                                                                           props, peak / 2, True)})
@@ -149,22 +157,20 @@ def main() -> None:
             rows["lower_rates"].append({"fraction": f"1/{fraction}", "target_per_s": peak / fraction,
                                         **generator(inv, args.producers, args.seconds, args.size, props,
                                                     peak / fraction, True)})
-        if binary is not None:
-            def loop(rate):
-                return native(binary, inv, args.producers, args.seconds, args.size, props, rate)
-            rows["native_max"].append(loop(None))
-            rows["native_same_rate"].append({"target_per_s": peak / 2, **loop(peak / 2)})
-            own = rows["native_max"][-1]["acked_per_s"] / 2
-            rows["native_half_own"].append({"target_per_s": own, **loop(own)})
-            print(f"round {round_}: C loop max {rows['native_max'][-1]['acked_per_s']:,.0f}/s, send delay p99 at the "
-                  f"generator's half rate {rows['native_same_rate'][-1]['send_delay_p99_ms']:.3f} ms, at half its own "
-                  f"max {rows['native_half_own'][-1]['send_delay_p99_ms']:.3f} ms", flush=True)
         lower = ", ".join(f"{r['fraction']} {r['send_delay_p99_ms']:.3f} ms"
                           for r in rows["lower_rates"][-len(LOWER_FRACTIONS):])
         print(f"round {round_}: perf-test {rows['perf_test'][-1]:,.0f}/s, generator ledger on "
               f"{rows['ledger_on'][-1]['acked_per_s']:,.0f}/s, off {rows['ledger_off'][-1]['acked_per_s']:,.0f}/s, "
               f"half rate achieved/target {rows['half_rate'][-1]['achieved_over_target']:.4f}, "
               f"send delay p99 {rows['half_rate'][-1]['send_delay_p99_ms']:.3f} ms (at {lower})", flush=True)
+        if binary is not None:
+            rows["native_max"].append(c_loop(None))
+            rows["native_same_rate"].append({"target_per_s": peak / 2, **c_loop(peak / 2)})
+            own = rows["native_max"][-1]["acked_per_s"] / 2
+            rows["native_half_own"].append({"target_per_s": own, **c_loop(own)})
+            print(f"round {round_}: C loop max {rows['native_max'][-1]['acked_per_s']:,.0f}/s, send delay p99 at the "
+                  f"generator's half rate {rows['native_same_rate'][-1]['send_delay_p99_ms']:.3f} ms, at half its own "
+                  f"max {rows['native_half_own'][-1]['send_delay_p99_ms']:.3f} ms", flush=True)
 
     med = statistics.median
     perf = med(rows["perf_test"])
@@ -200,7 +206,7 @@ def main() -> None:
         print(f"  send delay p99 at {fraction} of the maximum rate   : {value:.3f} ms")
     if native_medians:
         same, own = native_medians["native_same_rate_send_delay_p99_ms"], native_medians["native_half_own_send_delay_p99_ms"]
-        print(f"C reference loop (same schedule and librdkafka, no Python, no ledger), medians:")
+        print("C reference loop (same schedule and librdkafka, no Python, no ledger), medians:")
         print(f"  maximum rate                               : {native_medians['native_max_per_s']:,.0f}/s")
         print(f"  send delay p99 at the generator's half rate: {same:.3f} ms   (generator / C loop: {p99 / same:.2f})")
         print(f"  send delay p99 at half its own maximum     : {own:.3f} ms")
