@@ -79,12 +79,18 @@ def run(binary: Path, bootstrap: str, topic: str, props: dict[str, str], produce
                 str(int(warmup_s * 1e9)), str(size), str(keys), str(delays), *[f"{k}={v}" for k, v in props.items()]]
         procs.append((subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True), delays))
     reports, arrays = [], []
-    for proc, delays in procs:
-        out, err = proc.communicate(timeout=seconds + 120)
-        if proc.returncode != 0:
-            raise RuntimeError(f"{binary.name} exited {proc.returncode}: {err.strip()[-2000:]}")
-        reports.append(json.loads(out.strip().splitlines()[-1]))
-        arrays.append(np.fromfile(delays, dtype=np.int64))
+    try:
+        for proc, delays in procs:
+            out, err = proc.communicate(timeout=seconds + 120)
+            if proc.returncode != 0:
+                raise RuntimeError(f"{binary.name} exited {proc.returncode}: {err.strip()[-2000:]}")
+            reports.append(json.loads(out.strip().splitlines()[-1]))
+            arrays.append(np.fromfile(delays, dtype=np.int64))
+    finally:  # one failed or timed out: none of the others is left running
+        for proc, _ in procs:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
     return NativeResult(sent=sum(r["sent"] for r in reports), acked=sum(r["acked"] for r in reports),
                         failed=sum(r["failed"] for r in reports), elapsed_s=(time.time_ns() - start_ns) / 1e9,
                         delays_ms=np.concatenate(arrays) / 1e6)

@@ -43,3 +43,24 @@ def test_build_compiles_once_and_the_loop_checks_its_arguments(tmp_path):
 def test_delay_quantiles_interpolate_as_the_generator_does():
     got = delay_quantiles(pa.array([float(v) for v in range(1, 1001)]))
     assert got == pytest.approx({"send_delay_p50_ms": 500.5, "send_delay_p99_ms": 990.01, "send_delay_p999_ms": 999.001})
+
+
+def test_a_failing_loop_process_stops_its_siblings(tmp_path, monkeypatch):
+    """One process of the loop fails: the error names it, and no other is left running."""
+    fake = tmp_path / "sendloop-fake"
+    # The first process (its delays file ends in -0.bin) fails at once; the others would sleep.
+    fake.write_text('#!/bin/sh\ncase "$9" in *-0.bin) echo "broken" >&2; exit 3;; esac\nexec sleep 60\n')
+    fake.chmod(0o755)
+    started = []
+    real_popen = subprocess.Popen
+
+    def popen(*args, **kwargs):
+        started.append(real_popen(*args, **kwargs))
+        return started[-1]
+
+    monkeypatch.setattr(subprocess, "Popen", popen)
+    with pytest.raises(RuntimeError, match="exited 3: broken"):
+        native_loop.run(fake, "127.0.0.1:1", "t", {}, 3, 100.0, 0, 1.0, 0.0, 100, 0, tmp_path)
+    assert len(started) == 3
+    assert [proc.returncode for proc in started][0] == 3
+    assert all(proc.poll() is not None for proc in started)  # killed and reaped, not left sleeping
