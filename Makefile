@@ -47,15 +47,21 @@ perf-analysis: install
 report: install
 	$(BIN)/kafka-bench report $(DIR)
 
-## librdkafka's C headers (Debian package) for the C reference loop of `make perf`.
+# $(call apt-install,PACKAGES,CHECK,WHAT FOR): install Debian packages unless CHECK passes
+# (updating the package lists once if the install fails).
+define apt-install
+@if ! { $(2); }; then \
+  echo "installing $(1) (Debian packages) for $(3)"; \
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -q $(1) >/dev/null \
+    || { apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q $(1) >/dev/null; }; \
+fi
+endef
+
+## librdkafka's C headers for the C reference loop of `make perf` (and its tests).
 PERF_PACKAGES := librdkafka-dev
 
 perf-deps:
-	@if ! test -f /usr/include/librdkafka/rdkafka.h; then \
-	  echo "installing $(PERF_PACKAGES) (Debian package) for the C reference loop"; \
-	  DEBIAN_FRONTEND=noninteractive apt-get install -y -q $(PERF_PACKAGES) >/dev/null \
-	    || { apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q $(PERF_PACKAGES) >/dev/null; }; \
-	fi
+	$(call apt-install,$(PERF_PACKAGES),test -f /usr/include/librdkafka/rdkafka.h,the C reference loop)
 
 ## Everything: unit, lint, the local cluster, install sources, Molecule, then the multi-host lab.
 test: install perf-deps
@@ -65,7 +71,7 @@ test: install perf-deps
 test-unit: install perf-deps
 	$(BIN)/python -m pytest tests/unit
 
-test-cluster: install
+test-cluster: install perf-deps
 	$(BIN)/python -m pytest tests/integration
 
 test-roles: install
@@ -77,11 +83,7 @@ LAB_INVENTORY := inventories/lab
 LAB_PACKAGES := openssh-server nftables ruby
 
 lab-deps:
-	@if ! { test -x /usr/sbin/sshd && command -v nft >/dev/null && command -v ruby >/dev/null; }; then \
-	  echo "installing $(LAB_PACKAGES) (Debian packages) for the lab"; \
-	  DEBIAN_FRONTEND=noninteractive apt-get install -y -q $(LAB_PACKAGES) >/dev/null \
-	    || { apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q $(LAB_PACKAGES) >/dev/null; }; \
-	fi
+	$(call apt-install,$(LAB_PACKAGES),test -x /usr/sbin/sshd && command -v nft >/dev/null && command -v ruby >/dev/null,the lab)
 
 test-lab: install lab-deps
 	$(BIN)/python -m pytest -m lab -s tests/lab; status=$$?; \
