@@ -42,6 +42,11 @@ WARMUP_S = 1.0  # as in a run, the first second is warm-up (the client's first b
 KEYS = 64
 
 
+def client_props(acks: str = "all") -> dict[str, str]:
+    """The producer properties every measurement shares (the generator, the C loop, perf-test)."""
+    return {"acks": acks, "linger.ms": "5", "batch.size": "65536", "compression.type": "none"}
+
+
 def delay_quantiles(delays_ms) -> dict[str, float]:
     """p50 / p99 / p99.9 of send delays in ms (the same interpolation for both loops)."""
     p50, p99, p999 = pc.quantile(delays_ms, q=[0.5, 0.99, 0.999]).to_pylist()
@@ -98,7 +103,7 @@ def native(binary: Path, inv, producers: int, seconds: float, size: int, props: 
     with tempfile.TemporaryDirectory(prefix="kb-perf-native-") as tmp:
         got = native_loop.run(binary, inv.bootstrap_servers, TOPIC, props, producers, rate, time.time_ns() + int(2e9),
                               warmup_s + seconds, warmup_s, size, KEYS, Path(tmp))
-    result = {"acked": got.acked, "failed": got.failed, "elapsed_s": got.elapsed_s,
+    result = {"sent": got.sent, "acked": got.acked, "failed": got.failed, "elapsed_s": got.elapsed_s,
               "acked_per_s": got.acked / got.elapsed_s}
     if rate:
         result.update(achieved_over_target=len(got.delays_ms) / (rate * seconds),
@@ -127,7 +132,7 @@ def main() -> None:
             print(f"C reference loop left out: {exc}", flush=True)
 
     inv = inventory_lib.load(args.inventory)
-    props = {"acks": args.acks, "linger.ms": "5", "batch.size": "65536", "compression.type": "none"}
+    props = client_props(args.acks)
     topics.ensure_topic(inv.bootstrap_servers, TOPIC, 3, min(3, len(inv.brokers)))
     def c_loop(rate: float | None) -> dict[str, float]:
         return native(binary, inv, args.producers, args.seconds, args.size, props, rate)
@@ -197,7 +202,8 @@ def main() -> None:
                     "half_rate_achieved_over_target": ">= 0.99", "half_rate_send_delay_p99_ms": "<= 1.0"},
         "raw": rows,
     }
-    print(f"\nmedians of {args.repeat} rounds (acks={args.acks}, {args.size} B, linger.ms 5, batch.size 65536):")
+    settings = ", ".join(f"{k} {v}" for k, v in props.items())
+    print(f"\nmedians of {args.repeat} rounds ({args.size} B, {settings}):")
     print(f"  generator (ledger on) / producer-perf-test : {on:,.0f} / {perf:,.0f} = {on / perf:.2f}   (target >= 1.0)")
     print(f"  ledger on / ledger off                     : {on:,.0f} / {off:,.0f} = {on / off:.2f}   (target >= 0.9)")
     print(f"  achieved / target at half rate             : {achieved:.4f}   (target >= 0.99)")

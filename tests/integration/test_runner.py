@@ -175,7 +175,7 @@ def test_perf_benchmark_runs_the_generator_and_the_c_loop_on_the_same_schedule(c
     from benchmarks import topics
     from benchmarks.perf import native_loop, producer_throughput as perf
 
-    props = {"acks": "all", "linger.ms": "5", "batch.size": "65536", "compression.type": "none"}
+    props = perf.client_props()
     topics.ensure_topic(cluster_up.bootstrap_servers, perf.TOPIC, 3, 3)
     rate, seconds = 2_000, 2.0
     generator = perf.generator(cluster_up, 2, seconds, 100, props, rate, True)
@@ -185,7 +185,7 @@ def test_perf_benchmark_runs_the_generator_and_the_c_loop_on_the_same_schedule(c
         assert got["acked"] == rate * (perf.WARMUP_S + seconds)
         assert got["achieved_over_target"] == pytest.approx(1.0, abs=0.001)
         assert 0 <= got["send_delay_p50_ms"] <= got["send_delay_p99_ms"] <= got["send_delay_p999_ms"]
-    assert c_loop["failed"] == 0
+    assert c_loop["failed"] == 0 and c_loop["sent"] == c_loop["acked"]
     flat_out = perf.native(binary, cluster_up, 2, 1.0, 100, props, None)
     assert flat_out["acked"] > rate and flat_out["failed"] == 0 and "send_delay_p99_ms" not in flat_out
 
