@@ -12,12 +12,12 @@ INVENTORY ?= inventories/local
 # Tools the tests and playbooks start (ansible-playbook, molecule, ...) come from the venv.
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: bench bench-durability bench-lab perf perf-deps perf-analysis report test test-unit test-cluster test-roles test-lab lint install cluster-up cluster-down cluster-status lab-deps lab-up lab-down clean
+.PHONY: bench bench-durability bench-lab perf perf-deps perf-analysis report test test-deps test-unit test-cluster test-roles test-lab lint install cluster-up cluster-down cluster-status lab-deps lab-up lab-down clean
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	$(BIN)/python -m pip install -qq -e '.[dev]'  # -qq: errors only (no setuptools notices)
 	@rm -f $(VENV)/.installed-* && touch $@
 
 install: $(STAMP)
@@ -64,11 +64,16 @@ perf-deps:
 	$(call apt-install,$(PERF_PACKAGES),test -f /usr/include/librdkafka/rdkafka.h,the C reference loop)
 
 ## Everything: unit, lint, the local cluster, install sources, Molecule, then the multi-host lab.
-test: install perf-deps
+## Every Debian package a test uses is installed first: a test never skips for a missing one.
+test: install test-deps
 	$(BIN)/python -m pytest
 	$(MAKE) test-lab
 
-test-unit: install perf-deps
+## The C loop's headers, the lab's packages, and Vagrant (its file is validated by the unit tests).
+test-deps: perf-deps lab-deps
+	$(call apt-install,vagrant,command -v vagrant >/dev/null,validating the Vagrantfile)
+
+test-unit: install test-deps
 	$(BIN)/python -m pytest tests/unit
 
 test-cluster: install perf-deps
@@ -101,6 +106,8 @@ bench-lab: lab-up
 	$(BIN)/kafka-bench run lab --inventory $(LAB_INVENTORY)
 
 lint: install
+	$(BIN)/ruff check .
+	$(BIN)/mypy
 	$(BIN)/yamllint -s .
 	$(BIN)/ansible-lint --offline
 

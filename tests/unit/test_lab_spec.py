@@ -131,26 +131,39 @@ def test_every_inventory_uses_the_same_group_names():
         assert {"zookeeper", "kafka"} <= groups <= {"zookeeper", "kafka", "loadgen"}, path
 
 
+def required_tool(name: str, package: str) -> str:
+    """The tool's path; a missing tool fails the test (`make test` installs it), never skips it."""
+    path = shutil.which(name)
+    if path is None:
+        pytest.fail(f"{name} is not installed (Debian package {package}); `make test-deps` installs it")
+    return path
+
+
 def test_the_vagrantfile_parses():
-    ruby = subprocess.run(["ruby", "-c", str(ROOT / "Vagrantfile")], capture_output=True, text=True)
-    if ruby.returncode == 127 or "No such file" in ruby.stderr:
-        pytest.skip("ruby is not installed")
+    ruby = subprocess.run([required_tool("ruby", "ruby"), "-c", str(ROOT / "Vagrantfile")], capture_output=True,
+                          text=True)
     assert ruby.returncode == 0 and "Syntax OK" in ruby.stdout, ruby.stderr
+
+
+def vagrant_validate(layout: str) -> subprocess.CompletedProcess:
+    return subprocess.run([required_tool("vagrant", "vagrant"), "validate"], cwd=ROOT, capture_output=True, text=True,
+                          timeout=300, env={**os.environ, "KAFKA_BENCH_LAYOUT": layout})
 
 
 @pytest.mark.parametrize("layout", ["colocated", "separate"])
 def test_vagrant_validates_the_vagrantfile(layout):
-    if shutil.which("vagrant") is None:
-        pytest.skip("vagrant is not installed (Debian package vagrant)")
-    done = subprocess.run(["vagrant", "validate"], cwd=ROOT, capture_output=True, text=True, timeout=300,
-                          env={**os.environ, "KAFKA_BENCH_LAYOUT": layout})
+    done = vagrant_validate(layout)
     assert done.returncode == 0 and "validated successfully" in done.stdout, done.stdout + done.stderr
 
 
 def test_vagrant_refuses_an_unknown_layout():
-    if shutil.which("vagrant") is None:
-        pytest.skip("vagrant is not installed (Debian package vagrant)")
-    done = subprocess.run(["vagrant", "validate"], cwd=ROOT, capture_output=True, text=True, timeout=300,
-                          env={**os.environ, "KAFKA_BENCH_LAYOUT": "bogus"})
+    done = vagrant_validate("bogus")
     assert done.returncode != 0 and "KAFKA_BENCH_LAYOUT=bogus: unknown layout; use one of colocated, separate" in \
         done.stdout + done.stderr
+
+
+def test_a_missing_tool_fails_the_test_and_names_its_package(monkeypatch):
+    monkeypatch.setenv("PATH", "/nonexistent")
+    with pytest.raises(pytest.fail.Exception, match=r"ruby is not installed \(Debian package ruby\); "
+                                                    r"`make test-deps` installs it"):
+        required_tool("ruby", "ruby")
