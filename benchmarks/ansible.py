@@ -12,8 +12,9 @@ import shutil
 import sys
 import time
 import uuid
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Callable, Mapping, Protocol, Sequence
+from typing import Any, Protocol
 
 from benchmarks import paths
 

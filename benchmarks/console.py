@@ -6,6 +6,7 @@ import sys
 from collections import Counter
 
 from rich.console import Console
+from rich.status import Status
 from rich.table import Table
 
 from benchmarks.ansible import ProgressEvent
@@ -29,9 +30,9 @@ class PlaybookProgress:
         self.current = ("", "")
         self.hosts: Counter[str] = Counter()
         self.totals: Counter[str] = Counter()
-        self._status = None
+        self._status: Status | None = None
 
-    def __enter__(self) -> "PlaybookProgress":
+    def __enter__(self) -> PlaybookProgress:
         if self.out.is_terminal:
             self._status = self.out.status(self.title)
             self._status.__enter__()

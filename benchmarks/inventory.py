@@ -8,8 +8,9 @@ where the inventory leaves a value to the roles' defaults, the same default rule
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Protocol
 
 
 class InventoryError(ValueError):
@@ -68,7 +69,10 @@ class ClusterInventory:
         raise InventoryError(f"{self.path}: no broker {ident!r}; brokers are {known}")
 
 
-HostVars = Callable[[str, Any], Any]
+class HostVars(Protocol):
+    """A host's variable by name, templated; `default` where the inventory does not set it."""
+
+    def __call__(self, name: str, default: Any = None) -> Any: ...
 
 
 def read(path: Path | str) -> tuple[dict[str, list[str]], Callable[[str], HostVars]]:

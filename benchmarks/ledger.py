@@ -14,8 +14,9 @@ import queue
 import struct
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -79,7 +80,8 @@ class LedgerWriter:
         self.enabled = enabled
         # Rows are kept as tuples in one list (one C-level append per row on the hot path); they
         # are turned into columns when a part is written, off the producer's thread if background.
-        self.buffer: list[tuple] = []
+        # (ProduceLedgerWriter keeps packed binary rows in a bytearray instead: hence Any.)
+        self.buffer: Any = []
         self.written = 0
         self._parts = itertools.count()
         self._last_flush = clock()
@@ -132,7 +134,8 @@ class LedgerWriter:
         self.buffer.clear()
         return rows, len(rows)
 
-    def _table(self, rows: list[tuple]) -> pa.Table:
+    def _table(self, rows: Any) -> pa.Table:
+        """A part's rows (what `_take` returned) as an Arrow table of the schema."""
         columns = zip(*rows)
         return pa.table({name: pa.array(column, type=field.type)
                          for name, field, column in zip(self.schema.names, self.schema, columns)}, schema=self.schema)
@@ -152,6 +155,7 @@ class LedgerWriter:
         os.replace(tmp, final)
 
     def _drain(self) -> None:
+        assert self._queue is not None  # started only with a queue
         while True:
             item = self._queue.get()
             if item is None:
@@ -163,7 +167,7 @@ class LedgerWriter:
 
     def close(self) -> None:
         self.flush()
-        if self._thread is not None:
+        if self._thread is not None and self._queue is not None:
             self._queue.put(None)
             self._thread.join()
             self._thread = None
@@ -187,7 +191,7 @@ class ProduceLedgerWriter(LedgerWriter):
 
     def __init__(self, directory: Path, prefix: str, run_id: str, producer: int, **options: Any) -> None:
         super().__init__(directory, prefix, PRODUCE_SCHEMA, background=True, **options)
-        self.buffer = bytearray()  # type: ignore[assignment]
+        self.buffer = bytearray()
         self.run_id, self.producer = run_id, producer
         self.error_names: list[str] = []
         self._error_codes: dict[str, int] = {}
@@ -227,7 +231,8 @@ class ProduceLedgerWriter(LedgerWriter):
         import numpy as np
 
         data, error_names = payload
-        dtype = np.dtype([(name, code) for name, code in zip(self.FIELDS, ("<i8", "<i4", "<i8", "<i8", "<i8", "<i4", "<i8", "i1", "<i2"))])
+        codes = ("<i8", "<i4", "<i8", "<i8", "<i8", "<i4", "<i8", "i1", "<i2")
+        dtype = np.dtype(list(zip(self.FIELDS, codes)))
         rows = np.frombuffer(data, dtype=dtype)
         n = len(rows)
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 import time
 import uuid
-from typing import Callable
+from collections.abc import Callable
 
 from benchmarks import topics
 from benchmarks.cluster import silent_logger

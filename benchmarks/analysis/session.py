@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import os
-from typing import Iterable
+import sys
+from collections.abc import Iterable
+from pathlib import Path
+
+LOG4J = Path(__file__).with_name("log4j2.properties")
 
 # Small data by Spark's standards: few shuffle partitions keep a 2-core laptop busy, not queued.
 DEFAULTS = {
@@ -17,7 +21,9 @@ DEFAULTS = {
     # A batch job wants throughput, not short pauses: the parallel collector does the same
     # analysis in ~12% less time than the default G1 (10M messages, 2 cores). In local mode
     # the driver is the executor; on a cluster set spark.executor.extraJavaOptions likewise.
-    "spark.driver.extraJavaOptions": "-XX:+UseParallelGC",
+    # Errors only in the log (log4j2.properties beside this file); the JVM's notice of an
+    # incubator module Spark loads is not for a reader of the report either.
+    "spark.driver.extraJavaOptions": f"-XX:+UseParallelGC -Dlog4j2.configurationFile={LOG4J.as_uri()}",
     # The per-message status is cached once and read twice: compressing it costs more CPU
     # (~1.6 s of 18 at 10M messages) than it saves; it spills to disk if memory runs short.
     "spark.sql.inMemoryColumnarStorage.compressed": "false",
@@ -38,7 +44,7 @@ def parse_conf(pairs: Iterable[str]) -> dict[str, str]:
 def spark_session(master: str = "local[*]", conf: dict[str, str] | None = None, app_name: str = "kafka-bench-analysis"):
     from pyspark.sql import SparkSession
 
-    os.environ.setdefault("PYSPARK_PYTHON", os.sys.executable)
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     settings = dict(DEFAULTS)
     if master.startswith("local"):
         # A local session listens on loopback only, not on whatever the host name resolves to.

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import Any
 
 import click
 
 from benchmarks import faults
-from benchmarks.commands.cluster import load_inventory_or_exit, playbook_runner, inventory_option
+from benchmarks.ansible import PlaybookResult, PlaybookRunner, ProgressEvent
+from benchmarks.commands.cluster import inventory_option, load_inventory_or_exit, playbook_runner
 from benchmarks.console import PlaybookProgress, console
 from benchmarks.exit_codes import ExitCode
 
@@ -15,12 +18,13 @@ from benchmarks.exit_codes import ExitCode
 class _ProgressRunner:
     """Wraps a runner so every playbook heal runs shows progress."""
 
-    def __init__(self, runner) -> None:
+    def __init__(self, runner: PlaybookRunner) -> None:
         self.runner = runner
 
-    def run(self, playbook, inventory, **kwargs):
-        with PlaybookProgress(f"{playbook} {kwargs.get('limit') or ''}".strip()) as progress:
-            return self.runner.run(playbook, inventory, progress=progress, **{k: v for k, v in kwargs.items() if k != "progress"})
+    def run(self, playbook: str, inventory: Path, extravars: Mapping[str, Any] | None = None, limit: str | None = None,
+            check: bool = False, progress: Callable[[ProgressEvent], None] | None = None) -> PlaybookResult:
+        with PlaybookProgress(f"{playbook} {limit or ''}".strip()) as shown:
+            return self.runner.run(playbook, inventory, extravars=extravars, limit=limit, check=check, progress=shown)
 
 
 @click.command()

@@ -25,6 +25,13 @@ COUNTS = ("sent", "acked", "failed", "indeterminate", "lost", "unseen", "duplica
 PERCENTILES = ("latency_p50_ms", "latency_p95_ms", "latency_p99_ms", "latency_p999_ms", "latency_max_ms")
 
 
+def _first(df) -> dict:
+    row = df.first()
+    if row is None:
+        raise RuntimeError("the analysis returned no row for the synthetic run")
+    return row.asDict()
+
+
 def spark_metrics(spark, run_dir: Path) -> dict:
     """The metrics the report needs, computed by the analysis jobs (every action collected)."""
     from pyspark.sql import functions as F
@@ -33,8 +40,8 @@ def spark_metrics(spark, run_dir: Path) -> dict:
 
     found = inputs.read(spark, str(run_dir))
     a = metrics.analyse(found.runs, found.events, found.produce, found.consume, found.timeline)
-    counts = a.counts.join(a.reordered, on="run_id", how="left").first().asDict()
-    measured = a.phases.filter(F.col("phase") == "measured").first().asDict()
+    counts = _first(a.counts.join(a.reordered, on="run_id", how="left"))
+    measured = _first(a.phases.filter(F.col("phase") == "measured"))
     windows = a.unavailability.collect()
     seconds = a.per_second.collect()
     a.faults.collect()

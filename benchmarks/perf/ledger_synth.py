@@ -84,7 +84,7 @@ def generate(directory: Path, messages: int, seed: int = 1) -> Path:
         "outcome": pa.array(outcome, pa.string()),
         "partition": pa.array(partition, mask=~acked, type=pa.int32()),
         "offset": pa.array(offset, mask=~acked, type=pa.int64()),
-        "error": pa.array(np.where(outcome == "indeterminate", "_MSG_TIMED_OUT", None), pa.string()),
+        "error": pa.array(["_MSG_TIMED_OUT" if o == "indeterminate" else None for o in outcome], pa.string()),
     }, schema=ledger.PRODUCE_SCHEMA)
     _write_parts(run_dir / "ledger" / "produce", "produce", produce)
 
@@ -127,7 +127,10 @@ def generate(directory: Path, messages: int, seed: int = 1) -> Path:
         "run_id": RUN_ID, "scenario": f"synthetic-{n}", "description": "synthetic ledger for the analysis benchmark",
         "acks": "all", "replication_factor": 3, "min_insync_replicas": 2, "unclean_leader_election": False,
         "partitions": PARTITIONS, "message_size": 100, "fault": "broker-kill (leader of 0)",
-        "load_start_ns": T0, "measured_from_ns": T0 + warmup_ns, "load_end_ns": end_ns, "valid": True}))
+        "fault_schedule": [{"kind": "broker-kill", "target": "leader of 0", "at_s": 0.5 * duration_ns / 1e9,
+                            "heal_at_s": None}],
+        "load_start_ns": T0, "measured_from_ns": T0 + warmup_ns, "load_end_ns": end_ns, "valid": True,
+        "invalid_reasons": []}))
     with open(run_dir / "events.jsonl", "w", encoding="utf-8") as handle:
         for event in ({"run_id": RUN_ID, "t_ns": fault_ns - 10**9, "event": "fault-intent", "fault_id": "f1",
                        "kind": "broker-kill", "broker": 1, "reason": "leader of 0"},

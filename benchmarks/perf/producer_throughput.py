@@ -135,6 +135,7 @@ def main() -> None:
     props = client_props(args.acks)
     topics.ensure_topic(inv.bootstrap_servers, TOPIC, 3, min(3, len(inv.brokers)))
     def c_loop(rate: float | None) -> dict[str, float]:
+        assert binary is not None  # called only when the C loop was built
         return native(binary, inv, args.producers, args.seconds, args.size, props, rate)
 
     rows: dict[str, list] = {"perf_test": [], "ledger_on": [], "ledger_off": [], "half_rate": [], "lower_rates": [],
@@ -208,8 +209,8 @@ def main() -> None:
     print(f"  ledger on / ledger off                     : {on:,.0f} / {off:,.0f} = {on / off:.2f}   (target >= 0.9)")
     print(f"  achieved / target at half rate             : {achieved:.4f}   (target >= 0.99)")
     print(f"  send delay p99 at half rate                : {p99:.3f} ms   (target <= 1 ms)")
-    for fraction, value in lower_p99.items():
-        print(f"  send delay p99 at {fraction} of the maximum rate   : {value:.3f} ms")
+    for share, p99_lower in lower_p99.items():
+        print(f"  send delay p99 at {share} of the maximum rate   : {p99_lower:.3f} ms")
     if native_medians:
         same, own = native_medians["native_same_rate_send_delay_p99_ms"], native_medians["native_half_own_send_delay_p99_ms"]
         print("C reference loop (same schedule and librdkafka, no Python, no ledger), medians:")

@@ -6,21 +6,26 @@ timelines, fault windows shaded. Inline CSS and SVG only: it opens offline."""
 from __future__ import annotations
 
 import datetime
+from collections.abc import Iterable
 from html import escape
-from typing import Any, Iterable
+from typing import Any
 
 from benchmarks.report import svg
 from benchmarks.report.collect import LOST_IDS_SHOWN, ReportData, RunReport
 
 CSS = """
-body{font:14px/1.45 system-ui,-apple-system,'Segoe UI',Roboto,sans-serif;margin:24px auto;max-width:1180px;color:#222;padding:0 16px}
+body{font:14px/1.45 system-ui,-apple-system,'Segoe UI',Roboto,sans-serif;margin:24px auto;max-width:1180px;
+color:#222;padding:0 16px}
 h1{font-size:24px;margin:0 0 4px}h2{font-size:19px;margin:32px 0 8px;border-bottom:1px solid #ddd;padding-bottom:4px}
 h3{font-size:15px;margin:18px 0 6px}.muted{color:#666}.small{font-size:12px}
-table{border-collapse:collapse;margin:6px 0 12px;font-size:13px}th,td{padding:3px 8px;border-bottom:1px solid #eee;text-align:right;vertical-align:top}
+table{border-collapse:collapse;margin:6px 0 12px;font-size:13px}
+th,td{padding:3px 8px;border-bottom:1px solid #eee;text-align:right;vertical-align:top}
 th{background:#f6f6f6;font-weight:600}td.l,th.l{text-align:left}
 tr.bad td{background:#fdecea}tr.warn td{background:#fff8e1}tr.good td.verdict{color:#1b5e20}
 td.verdict{text-align:left;padding-bottom:8px;border-bottom:1px solid #ccc}
-table.comparison tr.figures td{border-bottom:none}table.comparison td.l span.small{display:inline-block;min-width:170px}.chart{width:100%;max-width:780px;display:block;margin:4px 0 10px}
+table.comparison tr.figures td{border-bottom:none}
+table.comparison td.l span.small{display:inline-block;min-width:170px}
+.chart{width:100%;max-width:780px;display:block;margin:4px 0 10px}
 .chart text{font-size:11px;fill:#444}.chart .label{font-size:12px;fill:#222}.chart .grid{stroke:#eee}.chart .axis{stroke:#999}
 details{margin:8px 0 16px}summary{cursor:pointer;font-weight:600;font-size:16px}
 .pill{display:inline-block;padding:1px 8px;border-radius:10px;font-size:12px;margin-left:6px}
@@ -96,7 +101,8 @@ def comparison(data: ReportData) -> str:
 def loss_bars(data: ReportData) -> str:
     items = [(r.summary["scenario"], [("lost", r.summary["lost"]), ("unseen", r.summary["unseen"]),
                                       ("duplicates", r.summary["duplicates"]),
-                                      ("unconfirmed but written", r.summary["indeterminate_delivered"] + r.summary["failed_delivered"])])
+                                      ("unconfirmed but written",
+                                       r.summary["indeterminate_delivered"] + r.summary["failed_delivered"])])
              for r in data.runs]
     return svg.bars(items, "acknowledged messages lost or unseen, duplicates, refused writes that landed anyway")
 
@@ -111,7 +117,7 @@ def _fault_windows(run: RunReport, origin: int) -> list[tuple[float, float, str]
         if e["event"] == "fault-injected":
             intent = intents.get(e["fault_id"], {})
             label = f"{intent.get('kind', 'fault')} ({intent.get('reason', '')})"
-            out.append((_s(e["at_ns"], origin), _s(min(healed.get(e["fault_id"], end), end), origin), label))
+            out.append(((e["at_ns"] - origin) / 1e9, (min(healed.get(e["fault_id"], end), end) - origin) / 1e9, label))
     return out
 
 
@@ -119,7 +125,7 @@ def _leader_lanes(run: RunReport, origin: int, shade: list[tuple[float, float, s
     min_isr = run.summary["min_insync_replicas"]
     leaders = sorted({seg["leader"] for seg in run.segments if seg["leader"] is not None})
     fill = {b: svg.color(i) for i, b in enumerate(leaders)}
-    rows = {}
+    rows: dict[int, list[tuple[float, float, str, str]]] = {}
     for seg in run.segments:
         isr = [x for x in (seg["isr"] or "").split(",") if x]
         leader = seg["leader"]
@@ -127,8 +133,9 @@ def _leader_lanes(run: RunReport, origin: int, shade: list[tuple[float, float, s
         if leader is not None and len(isr) < min_isr:
             colour = "#ffb300"
         tip = (f"partition {seg['partition']}: leader {leader if leader is not None else 'none'}, ISR [{seg['isr']}] "
-               f"from {_s(seg['start_ns'], origin):.1f} s to {_s(seg['end_ns'], origin):.1f} s")
-        rows.setdefault(seg["partition"], []).append((_s(seg["start_ns"], origin), _s(seg["end_ns"], origin), colour, tip))
+               f"from {(seg['start_ns'] - origin) / 1e9:.1f} s to {(seg['end_ns'] - origin) / 1e9:.1f} s")
+        start, end = (seg["start_ns"] - origin) / 1e9, (seg["end_ns"] - origin) / 1e9
+        rows.setdefault(seg["partition"], []).append((start, end, colour, tip))
     legend = [(f"leader {b}", fill[b]) for b in leaders] + [("no leader", "#d62728"), (f"ISR < {min_isr}", "#ffb300")]
     return svg.lanes([(f"p{p}", bars) for p, bars in sorted(rows.items())], shade, x_range,
                      "seconds since the load started (hover a bar for leader and ISR)", legend)
@@ -137,7 +144,7 @@ def _leader_lanes(run: RunReport, origin: int, shade: list[tuple[float, float, s
 def run_section(run: RunReport) -> str:
     s, b = run.summary, run.bounds
     origin = b["load_start_ns"]
-    x_range = (0.0, _s(b["load_end_ns"], origin) + 2)
+    x_range = (0.0, (b["load_end_ns"] - origin) / 1e9 + 2)
     shade = _fault_windows(run, origin)
     secs = [(r["second"] + 0.5, r) for r in run.per_second]
     throughput = svg.line_chart([("sent/s", [(x, r["sent"]) for x, r in secs]), ("acked/s", [(x, r["acked"]) for x, r in secs]),
@@ -166,7 +173,8 @@ def run_section(run: RunReport) -> str:
     e2e = {r["phase"]: r for r in run.end_to_end}
     rows = [[p["phase"], _num(p["seconds"], 1), _num(p["sent"]), _num(p["acked"]), _num(p["failed"]), _num(p["indeterminate"]),
              _num(p["throughput_msgs_s"]), _num(p["throughput_mb_s"], 3), _num(p["latency_p50_ms"], 1),
-             _num(p["latency_p95_ms"], 1), _num(p["latency_p99_ms"], 1), _num(p["latency_p999_ms"], 1), _num(p["latency_max_ms"], 1),
+             _num(p["latency_p95_ms"], 1), _num(p["latency_p99_ms"], 1), _num(p["latency_p999_ms"], 1),
+             _num(p["latency_max_ms"], 1),
              _num(p["send_latency_p99_ms"], 1), _num(e2e.get(p["phase"], {}).get("e2e_p99_ms"), 1)]
             for p in sorted(run.phases, key=lambda p: order.get(p["phase"], 9))]
     out += ["<h3>What the producer saw</h3>",
@@ -188,7 +196,8 @@ def run_section(run: RunReport) -> str:
         out.append(_table(["status", "producer", "seq", "partition", "offset"],
                           [[m["status"], m["producer"], m["seq"], m["partition"], m["offset"]] for m in run.lost], left=1))
         if more > 0:
-            out.append(f'<p class="small muted">… and {more:,} more (first {LOST_IDS_SHOWN} shown; all in lost-messages.csv).</p>')
+            out.append(f'<p class="small muted">… and {more:,} more (first {LOST_IDS_SHOWN} shown; '
+                       'all in lost-messages.csv).</p>')
     else:
         out.append(f"<p>Nothing: every one of the {s['acked']:,} acknowledged messages is in the log.</p>")
     out.append("</details>")

@@ -4,8 +4,8 @@ and prints. Every chart has a <title> per mark, which browsers show as a tooltip
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Sequence
 from html import escape
-from typing import Iterable, Sequence
 
 PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22", "#7f7f7f")
 FAULT_FILL = "#d62728"
@@ -31,6 +31,11 @@ def nice_ticks(low: float, high: float, count: int = 5) -> list[float]:
             ticks.append(round(value, 10))
         value += step
     return ticks
+
+
+def x_axis_label(left: float, right: float, height: float, text: str) -> str:
+    """The x axis's title, centred under the plot area."""
+    return f'<text x="{(left + right) / 2}" y="{height - 4}" text-anchor="middle" class="label">{escape(text)}</text>'
 
 
 def _label(value: float) -> str:
@@ -73,10 +78,12 @@ class Frame:
             out.append(f'<text x="{LEFT - 6}" y="{y + 4:.1f}" text-anchor="end">{_label(tick)}</text>')
         for tick in nice_ticks(self.x0, self.x1, 8):
             x = self.x(tick)
-            out.append(f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{self.height - BOTTOM}" y2="{self.height - BOTTOM + 4}" class="axis"/>')
+            out.append(f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{self.height - BOTTOM}" y2="{self.height - BOTTOM + 4}" '
+                       'class="axis"/>')
             out.append(f'<text x="{x:.1f}" y="{self.height - BOTTOM + 16}" text-anchor="middle">{_label(tick)}</text>')
-        out.append(f'<line x1="{LEFT}" x2="{self.width - RIGHT}" y1="{self.height - BOTTOM}" y2="{self.height - BOTTOM}" class="axis"/>')
-        out.append(f'<text x="{(LEFT + self.width - RIGHT) / 2}" y="{self.height - 4}" text-anchor="middle" class="label">{escape(x_label)}</text>')
+        out.append(f'<line x1="{LEFT}" x2="{self.width - RIGHT}" y1="{self.height - BOTTOM}" y2="{self.height - BOTTOM}" '
+                   'class="axis"/>')
+        out.append(x_axis_label(LEFT, self.width - RIGHT, self.height, x_label))
         out.append(f'<text x="12" y="{(TOP + self.height - BOTTOM) / 2}" text-anchor="middle" class="label" '
                    f'transform="rotate(-90 12 {(TOP + self.height - BOTTOM) / 2})">{escape(y_label)}</text>')
         return out
@@ -95,7 +102,8 @@ def _svg(frame: Frame, body: list[str], legend: Sequence[tuple[str, str]] = ()) 
     items = []
     x = LEFT
     for label, fill in legend:
-        items.append(f'<rect x="{x}" y="2" width="10" height="10" fill="{fill}"/><text x="{x + 14}" y="11">{escape(label)}</text>')
+        items.append(f'<rect x="{x}" y="2" width="10" height="10" fill="{fill}"/>'
+                     f'<text x="{x + 14}" y="11">{escape(label)}</text>')
         x += 24 + 7 * len(label)
     return (f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {frame.width} {frame.height + 14}" class="chart" role="img">'
             f'<g transform="translate(0,14)">{"".join(body)}</g><g>{"".join(items)}</g></svg>')
@@ -140,7 +148,7 @@ def lanes(rows: Sequence[tuple[str, Sequence[tuple[float, float, str, str]]]], s
     for tick in nice_ticks(frame.x0, frame.x1, 8):
         x = frame.x(tick)
         body.append(f'<text x="{x:.1f}" y="{height - BOTTOM + 16}" text-anchor="middle">{_label(tick)}</text>')
-    body.append(f'<text x="{(LEFT + frame.width - RIGHT) / 2}" y="{height - 4}" text-anchor="middle" class="label">{escape(x_label)}</text>')
+    body.append(x_axis_label(LEFT, frame.width - RIGHT, height, x_label))
     return _svg(frame, body, legend)
 
 
@@ -161,7 +169,8 @@ def bars(items: Sequence[tuple[str, Sequence[tuple[str, float]]]], title: str) -
         for m, (name, value) in enumerate(values):
             w = value * scale
             body.append(f'<rect x="{left}" y="{y + m * bar}" width="{max(w, 0.5 if value else 0):.1f}" height="{bar - 1}" '
-                        f'fill="{color(measures.index(name))}"><title>{escape(label)}: {value:,.0f} {escape(name)}</title></rect>')
+                        f'fill="{color(measures.index(name))}">'
+                        f'<title>{escape(label)}: {value:,.0f} {escape(name)}</title></rect>')
             if value:
                 body.append(f'<text x="{left + w + 4:.1f}" y="{y + m * bar + bar - 2}">{value:,.0f}</text>')
     return _svg(frame, body, [(name, color(i)) for i, name in enumerate(measures)])

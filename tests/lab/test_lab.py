@@ -17,7 +17,10 @@ import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from benchmarks import cluster, inventory as inventory_lib, lab as lab_lib, ledger, runner as runner_lib
+from benchmarks import cluster, ledger
+from benchmarks import inventory as inventory_lib
+from benchmarks import lab as lab_lib
+from benchmarks import runner as runner_lib
 from benchmarks import scenario as sc
 from tests.conftest import ROOT, assert_ok, wait_for
 

@@ -10,7 +10,7 @@ import pytest
 from tests.conftest import ROOT
 
 sys.path.insert(0, str(ROOT / "collections"))
-from ansible_collections.kafka_bench.cluster.plugins.module_utils import download  # noqa: E402
+from ansible_collections.kafka_bench.cluster.plugins.module_utils import download
 
 DATA = b"kafka-bench" * 1000
 SHA512 = hashlib.sha512(DATA).hexdigest()

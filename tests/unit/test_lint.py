@@ -1,4 +1,4 @@
-"""yamllint and ansible-lint (production profile) pass on the whole repository."""
+"""ruff, mypy, yamllint and ansible-lint (production profile) pass on the whole repository."""
 
 from __future__ import annotations
 
@@ -14,9 +14,11 @@ BIN = Path(sys.executable).parent
 
 
 @pytest.mark.parametrize("command", [
+    [str(BIN / "ruff"), "check", "."],
+    [str(BIN / "mypy")],
     [str(BIN / "yamllint"), "-s", "."],
     [str(BIN / "ansible-lint"), "--offline", "--nocolor", "-f", "pep8"],
-], ids=["yamllint", "ansible-lint"])
+], ids=["ruff", "mypy", "yamllint", "ansible-lint"])
 def test_linter_passes(command):
     proc = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout[-5000:] + proc.stderr[-5000:]
