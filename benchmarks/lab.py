@@ -16,6 +16,7 @@ checks that no namespace, link, mount or process is left; it works from any half
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import ipaddress
 import os
@@ -25,11 +26,12 @@ import signal
 import socket
 import subprocess
 import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Callable, Sequence
 
 from benchmarks import inventory as inventory_lib
 from benchmarks import paths
+from benchmarks.wait import WaitTimeout, wait_until
 
 HOST_SCRIPT = Path(__file__).resolve().parent / "lab-host.sh"
 DEFAULT_INVENTORY = paths.INVENTORIES / "lab"
@@ -259,22 +261,29 @@ class Lab:
             self._start_host(host, authorized, hosts_file, prefix)
             if on_host:
                 on_host(host, "started")
-        deadline = self.clock() + timeout_s
         pending = list(spec.hosts)
-        while pending:
+
+        def answering() -> bool:
+            nonlocal pending
             pending = [h for h in pending if not self.ssh_probe(h.address)]
-            if not pending:
-                break
             dead = [h for h in pending if self._exited(h)]
-            if dead or self.clock() > deadline:
-                host = (dead or pending)[0]
-                log = self._host_dir(host) / "init.log"
-                tail = log.read_text(errors="replace")[-1500:] if log.exists() else "(no log)"
-                why = "its init exited" if dead else f"no sshd answered on {host.address}:22 within {timeout_s:g} s"
-                raise LabError(f"lab host {host.name}: {why}; `kafka-bench lab down` cleans up. {log}:\n{tail}")
-            self.sleep(0.2)
+            if dead:
+                raise self._host_failed(dead[0], "its init exited")
+            return not pending
+
+        try:
+            wait_until(answering, timeout_s, interval_s=0.2, what="the lab hosts' sshd", clock=self.clock,
+                       sleep=self.sleep)
+        except WaitTimeout:
+            raise self._host_failed(pending[0], f"no sshd answered on {pending[0].address}:22 within {timeout_s:g} s"
+                                    ) from None
         self._write_ssh_config()
         return self.status()
+
+    def _host_failed(self, host: LabHost, why: str) -> LabError:
+        log = self._host_dir(host) / "init.log"
+        tail = log.read_text(errors="replace")[-1500:] if log.exists() else "(no log)"
+        return LabError(f"lab host {host.name}: {why}; `kafka-bench lab down` cleans up. {log}:\n{tail}")
 
     def _start_host(self, host: LabHost, authorized: Path, hosts_file: Path, prefix: int) -> None:
         spec = self.spec
@@ -344,14 +353,15 @@ class Lab:
                 _kill(pid, signal.SIGKILL)  # unshare --kill-child takes the host's PID 1, and so all of it
         for pid in self._control_masters():
             _kill(pid, signal.SIGKILL)
-        deadline = self.clock() + timeout_s
-        while True:
+        def gone() -> bool:
             pids = [p for h in spec.hosts if h.netns in namespaces for p in self._namespace_pids(h.netns)]
-            if not pids or self.clock() > deadline:
-                break
             for pid in pids:
                 _kill(pid, signal.SIGKILL)
-            self.sleep(0.2)
+            return not pids
+
+        with contextlib.suppress(WaitTimeout):  # what is left is named by the check that follows
+            wait_until(gone, timeout_s, interval_s=0.2, what="the lab's processes to end", clock=self.clock,
+                       sleep=self.sleep)
         for host in spec.hosts:
             if host.netns in namespaces:
                 self.run(["ip", "netns", "del", host.netns])
@@ -383,10 +393,8 @@ class Lab:
 
 
 def _kill(pid: int, sig: int) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError):
         os.kill(pid, sig)
-    except ProcessLookupError:
-        pass
 
 
 def _ssh_answers(address: str, port: int = 22, timeout_s: float = 0.5) -> bool:

@@ -7,14 +7,16 @@ import re
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable, TypeVar
+from typing import TypeVar
 
 import pytest
 
 from benchmarks import inventory as inventory_lib
 from benchmarks import paths
 from benchmarks.ansible import AnsibleRunner, PlaybookResult, summarize_failures
+from benchmarks.wait import WaitTimeout, wait_until
 
 ROOT = paths.PROJECT_ROOT
 LOCAL_INVENTORY = paths.DEFAULT_INVENTORY
@@ -24,14 +26,10 @@ T = TypeVar("T")
 
 def wait_for(probe: Callable[[], T], timeout: float, interval: float = 1.0, what: str = "condition") -> T:
     """Poll `probe` until it returns something truthy; fail the test after `timeout` seconds."""
-    deadline = time.monotonic() + timeout
-    last: T | None = None
-    while time.monotonic() < deadline:
-        last = probe()
-        if last:
-            return last
-        time.sleep(interval)
-    pytest.fail(f"timed out after {timeout:.0f} s waiting for {what}; last value: {last!r}")
+    try:
+        return wait_until(probe, timeout, interval_s=interval, what=what)
+    except WaitTimeout as exc:
+        pytest.fail(f"{exc}; last value: {exc.last!r}")
 
 
 def assert_ok(result: PlaybookResult) -> PlaybookResult:

@@ -11,7 +11,8 @@ import yaml
 
 from benchmarks import cluster as cluster_lib
 from benchmarks import inventory as inventory_lib
-from benchmarks import paths, smoke as smoke_lib
+from benchmarks import paths, steady
+from benchmarks import smoke as smoke_lib
 from benchmarks.ansible import AnsibleRunner, PlaybookResult, PlaybookRunner, summarize_failures
 from benchmarks.console import PlaybookProgress, console, print_status, stdout
 from benchmarks.exit_codes import ExitCode
@@ -94,6 +95,12 @@ def up(ctx: click.Context, inventory_path: Path, extra_vars: tuple[str, ...], ch
                       f"from {inventory_path}", "site.yml", inventory_path, _extra_vars(extra_vars), check=check)
     if check:
         return
+    with console.status("creating the cluster's internal topics"):
+        try:
+            steady.ensure_internal_topics(inv.bootstrap_servers)
+            steady.wait_recovered(inv, timeout_s=120)
+        except steady.NotSteady as exc:
+            console.print(f"[yellow]warning:[/] {exc}")
     status = _describe(inv)
     print_status(status)
     if not status.healthy:
@@ -102,7 +109,8 @@ def up(ctx: click.Context, inventory_path: Path, extra_vars: tuple[str, ...], ch
 
 @cluster.command()
 @inventory_option
-@click.option("--purge", is_flag=True, help="Also delete configuration, data, logs and the installation (playbooks/teardown.yml).")
+@click.option("--purge", is_flag=True,
+              help="Also delete configuration, data, logs and the installation (playbooks/teardown.yml).")
 @click.option("--limit", "-l", default=None, help="Only these inventory hosts (Ansible pattern).")
 @click.pass_context
 def down(ctx: click.Context, inventory_path: Path, purge: bool, limit: str | None) -> None:

@@ -27,9 +27,32 @@ class FakeAdmin:
         return self.metadata
 
 
-def describe(admin, zk_mode="standalone"):
+def describe(admin, zk_mode="standalone", closed_ports=(), processes=None):
     return cluster.describe(inventory.load(LOCAL_INVENTORY), admin_factory=lambda _: admin,
-                            zk_probe=lambda host, port: zk_mode)
+                            zk_probe=lambda host, port: zk_mode, port_probe=lambda host, port: port not in closed_ports,
+                            process_probe=lambda host, ctl: (processes or {}).get(ctl.split("/")[-3], "running"))
+
+
+def test_a_killed_broker_still_registered_is_not_healthy():
+    """After kill -9 the broker stays registered until its ZooKeeper session expires: its
+    process and its port tell the truth meanwhile."""
+    status = describe(FakeAdmin([0, 1, 2], {0: (0, [0, 1, 2], [0, 1, 2])}), closed_ports={9093},
+                      processes={"broker1": "stopped"})
+    assert not status.healthy
+    assert status.problems() == ["broker 1 (broker1, 127.0.0.1:9093): its process is stopped",
+                                 "broker 1 (broker1, 127.0.0.1:9093): nothing accepts connections on its port"]
+    paused = describe(FakeAdmin([0, 1, 2], {}), processes={"broker2": "paused", "zk0": "paused"})
+    assert paused.problems() == ["broker 2 (broker2, 127.0.0.1:9094): its process is paused",
+                                 "ZooKeeper zk0 (127.0.0.1:2181): its process is paused"]
+
+
+def test_process_state_is_read_only_for_services_on_this_machine(tmp_path):
+    ctl = tmp_path / "kafka-service"
+    ctl.write_text("#!/bin/sh\nexit 4\n")
+    ctl.chmod(0o755)
+    assert cluster.local_process_state("127.0.0.1", str(ctl)) == "paused"
+    assert cluster.local_process_state("10.213.0.11", str(ctl)) is None
+    assert cluster.local_process_state("127.0.0.1", str(tmp_path / "missing")) is None
 
 
 def test_healthy_cluster():
