@@ -16,8 +16,9 @@ import random
 import re
 import time
 import uuid
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any
 
 from benchmarks import paths
 from benchmarks.ansible import PlaybookResult, PlaybookRunner, summarize_failures
@@ -65,15 +66,15 @@ def resolve_target(kind: str, target: FaultTarget, inventory: ClusterInventory, 
             raise FaultError("the cluster reports no controller to target")
         broker, reason = inventory.broker(status.controller_id), f"controller: broker {status.controller_id}"
     elif target.leader_of is not None:
-        parts = {p.partition: p for p in (status.topic(topic) if status else [])}
-        leader = parts.get(target.leader_of).leader if target.leader_of in parts else None
+        led = next((p for p in (status.topic(topic) if status else []) if p.partition == target.leader_of), None)
+        leader = led.leader if led else None
         if leader is None:
             raise FaultError(f"partition {topic}-{target.leader_of} has no leader to target")
         broker, reason = inventory.broker(leader), f"leader of {topic}-{target.leader_of}: broker {leader}"
     elif target.follower_of is not None:
         part = next((p for p in (status.topic(topic) if status else []) if p.partition == target.follower_of), None)
         live = {b.broker_id for b in status.brokers if b.alive} if status else set()
-        followers = [r for r in (part.replicas if part else ()) if r != part.leader and r in live and r not in exclude]
+        followers = [r for r in part.replicas if r != part.leader and r in live and r not in exclude] if part else []
         if not followers:
             raise FaultError(f"partition {topic}-{target.follower_of} has no live follower to target")
         broker, reason = inventory.broker(followers[0]), f"follower of {topic}-{target.follower_of}: broker {followers[0]}"
@@ -151,10 +152,12 @@ class AnsibleFaultInjector:
         return FaultRecord(uuid.uuid4().hex[:12], kind, tuple(hosts), broker_id,
                            str(self.inventory_path.resolve()), reason, dict(extravars or {}))
 
-    def _apply(self, record: FaultRecord, phase: str) -> float | None:
-        """Run the fault's playbook; returns when the control script acted (wall clock, s), if it did."""
+    def _apply(self, record: FaultRecord, phase: str, not_before_ns: int | None = None) -> float | None:
+        """Run the fault's playbook; returns when the control script acted (wall clock, s), if it did.
+        With `not_before_ns`, the playbook may start early: the host acts no earlier than that."""
+        timing = {"fault_not_before_ns": str(not_before_ns)} if not_before_ns else {}
         result = self.runner.run(PLAYBOOKS[record.kind], self.inventory_path,
-                                 extravars={**record.extravars, "fault_phase": phase},
+                                 extravars={**record.extravars, **timing, "fault_phase": phase},
                                  limit=",".join(record.hosts))
         if not result.ok:
             raise FaultError(f"{'injecting' if phase == 'inject' else 'reverting'} {record.kind} on "
@@ -162,17 +165,17 @@ class AnsibleFaultInjector:
         stamps = [int(m) for out in result.outputs for m in re.findall(r"at_ns=(\d+)", out)]
         return min(stamps) / 1e9 if stamps else None
 
-    def inject(self, record: FaultRecord) -> float:
+    def inject(self, record: FaultRecord, not_before_ns: int | None = None) -> float:
         """Inject; the intent is journaled first. Returns when the signal was sent (or the
         playbook ended, when the service was already in the fault state)."""
         self.journal.write(record, "intent")
-        acted = self._apply(record, "inject")
+        acted = self._apply(record, "inject", not_before_ns)
         at = acted if acted is not None else self.clock()
         self.journal.write(record, "injected", acted_at=at)
         return at
 
-    def revert(self, record: FaultRecord) -> float:
-        acted = self._apply(record, "revert")
+    def revert(self, record: FaultRecord, not_before_ns: int | None = None) -> float:
+        acted = self._apply(record, "revert", not_before_ns)
         at = acted if acted is not None else self.clock()
         self.journal.write(record, "healed", acted_at=at)
         return at

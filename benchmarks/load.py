@@ -9,6 +9,7 @@ no leader), the intended times keep marching and the delay shows up as send dela
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import os
@@ -24,7 +25,8 @@ from benchmarks.cluster import silent_logger
 
 # Every message starts with: run tag (8 bytes), producer (u32), sequence (u64), send time (ns).
 HEADER = struct.Struct(">8sIQq")
-COUNTERS = 4  # per producer: sent, acked, failed, indeterminate; per consumer: consumed, -, -, -
+COUNTERS = 4  # per producer: sent, acked, failed, indeterminate; per consumer: consumed, joined, -, -
+JOINED = 1  # a consumer's slot: set once the group has assigned it its partitions (or none)
 
 
 def die_with_parent() -> None:
@@ -62,7 +64,7 @@ class ProducerArgs:
     config: dict[str, Any]
     rate: float | None  # messages/s of this producer; None: as fast as the client takes them
     start_ns: int       # wall-clock start of the schedule (warm-up included)
-    end_ns: int         # no message is intended at or after this time
+    end_ns: int         # no message is intended at or after this time (unless `end` moves it later)
     message_size: int
     keys: int
     ledger_dir: str
@@ -105,8 +107,11 @@ def producer_meta(ledger_dir: Path) -> list[dict[str, Any]]:
     return [json.loads(p.read_text()) for p in sorted(Path(ledger_dir).glob("producer-*.json"))]
 
 
-def producer_main(args: ProducerArgs, counters, slot: int) -> None:
+def producer_main(args: ProducerArgs, counters, slot: int, end=None) -> None:
     """Produce on the open-loop schedule; record every message's outcome in the ledger.
+
+    `end` (a shared integer, ns) lets the runner extend the load while it runs, so a fault that
+    acted late is still watched under load; the load never ends before `args.end_ns`.
 
     On a schedule, messages are sent by `send_due`, which sends every message whose intended
     time has come. The loop calls it after sleeping until the next intended time, and the
@@ -126,8 +131,14 @@ def producer_main(args: ProducerArgs, counters, slot: int) -> None:
     base = slot * COUNTERS
     stats = [0, 0, 0, 0]
     interval_ns = int(1e9 / args.rate) if args.rate else 0
-    # Messages on the schedule: every one intended before end_ns. Unthrottled: until end_ns.
-    scheduled = -(-(args.end_ns - args.start_ns) // interval_ns) if interval_ns else 0
+    def end_ns() -> int:
+        return max(args.end_ns, end.value) if end is not None else args.end_ns
+
+    def on_schedule() -> int:
+        """Messages on the schedule: every one intended before the end. Unthrottled: none."""
+        return -(-(end_ns() - args.start_ns) // interval_ns) if interval_ns else 0
+
+    scheduled = on_schedule()
     start_ns, index, keys = args.start_ns, args.index, args.keys
     unpack, pack, sink, time_ns = HEADER.unpack_from, out.ROW.pack, out.row_sink(), time.time_ns
     seq = 0        # the next message to send
@@ -187,13 +198,13 @@ def producer_main(args: ProducerArgs, counters, slot: int) -> None:
             now = time_ns()
         return True
 
-    try:  # connections and the topic's metadata before the first intended time, not after it
+    # Connections and the topic's metadata before the first intended time, not after it; should
+    # that fail, the sends wait for them, which the ledger shows.
+    with contextlib.suppress(Exception):
         producer.list_topics(topic, timeout=max(1.0, (start_ns - time_ns()) / 1e9))
-    except Exception:  # noqa: BLE001 - the sends then wait for them, which the ledger shows
-        pass
     _raise_send_priority(args, bool(scheduled))
     if scheduled:
-        while seq < scheduled:
+        while seq < scheduled or seq < (scheduled := on_schedule()):
             delay = start_ns + seq * interval_ns - time_ns()
             if delay > 0:
                 time.sleep(delay / 1e9)
@@ -201,7 +212,8 @@ def producer_main(args: ProducerArgs, counters, slot: int) -> None:
                 poll(0.005)
             poll(0)
     else:  # unthrottled: no schedule, a message is intended when it is sent
-        while (now := time_ns()) < args.end_ns:
+        stop = end_ns()  # read again only when reached: the shared value is not read per message
+        while (now := time_ns()) < stop or now < (stop := end_ns()):
             if not send(now):
                 poll(0.005)
             poll(0)
@@ -231,12 +243,16 @@ def consumer_main(args: ConsumerArgs, counters, slot: int, stop) -> None:
     consumer = Consumer({"auto.offset.reset": "earliest", **args.config, "bootstrap.servers": args.bootstrap,
                          "group.id": f"{args.run_id}-{args.group}",
                          "logger": silent_logger("kafka_bench.consumer")})
-    consumer.subscribe([args.topic])
+    def joined(_consumer: Any, _partitions: Any) -> None:
+        counters[slot * COUNTERS + JOINED] = 1  # the runner waits for every member before its warm-up
+
+    consumer.subscribe([args.topic], on_assign=joined)
     consumed = 0
     try:
         while not stop.is_set():
             for msg in consumer.consume(500, 0.2):
-                if msg.error() or msg.value() is None or not msg.value().startswith(tag):
+                value = msg.value()
+                if msg.error() or value is None or not value.startswith(tag):
                     continue
                 _record(out, args.run_id, args.group, args.name, msg)
                 consumed += 1
@@ -269,9 +285,10 @@ def final_read(bootstrap: str, topic: str, run_id: str, ledger_dir: Path, config
             for msg in consumer.consume(1000, 0.5):
                 if msg.error():
                     continue
-                if msg.value() and msg.value().startswith(tag):
+                value, offset = msg.value(), msg.offset()
+                if value and value.startswith(tag):
                     _record(out, run_id, "final-read", "final-read", msg)
-                if msg.offset() >= ends[msg.partition()] - 1:
+                if offset is not None and offset >= ends[msg.partition()] - 1:
                     todo.discard(msg.partition())
             out.maybe_flush()
         if todo:

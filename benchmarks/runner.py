@@ -8,6 +8,7 @@ this process die) by the next run or `kafka-bench heal`, from the journal.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import multiprocessing
@@ -15,20 +16,29 @@ import random
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pyarrow.compute as pc
 import yaml
 
-from benchmarks import cluster, faults, ledger, load, topics
+from benchmarks import cluster, faults, ledger, load, steady, topics
 from benchmarks.ansible import AnsibleRunner, PlaybookRunner
 from benchmarks.inventory import ClusterInventory
 from benchmarks.scenario import Scenario
 from benchmarks.timeline import EventLog, TimelineSampler
+from benchmarks.wait import WaitTimeout, wait_until
 
 # --quick shortens the load of every run to this (the fault playbooks alone take a few seconds).
 QUICK_SECONDS = 20.0
+# After the last scheduled step (a fault injected or healed, a consumer killed) has acted, the
+# load goes on at least this long, so what the step did is seen under load: a fault that acts
+# late is not cut off by the end of the load, also in --quick runs.
+OBSERVE_S = 10.0
+# Fault playbooks start this long before their scheduled time and the host waits for the
+# moment itself: Ansible's start-up (seconds on a loaded machine) would otherwise delay them.
+FAULT_LEAD_S = 10.0
 
 
 @dataclasses.dataclass
@@ -61,6 +71,7 @@ class RunSummary:
     partitions: int
     message_size: int
     fault: str                 # the scenario's fault schedule in words; "none"
+    fault_schedule: list[dict[str, Any]]  # the same as data: kind, target (words), at_s, heal_at_s
     load_start_ns: int         # first intended send (wall clock, ns)
     measured_from_ns: int      # end of the warm-up
     load_end_ns: int           # last intended send
@@ -107,17 +118,20 @@ def _effective_config(bootstrap: str, topic: str, scenario: Scenario) -> tuple[d
                                    if not e.is_sensitive}
     # A just-created topic reaches every broker's metadata cache a little later: ask until the
     # answering broker knows it, or the comparison below would report a difference that is not.
-    deadline = time.monotonic() + 30
-    while True:
+    def known() -> Any:
         md = admin.list_topics(topic, timeout=30).topics[topic]
-        if (md.partitions and not md.error) or time.monotonic() > deadline:
-            break
-        time.sleep(0.2)
+        return md if md.partitions and not md.error else None
+
+    try:
+        md = wait_until(known, 30, interval_s=0.2, what=f"the brokers to know {topic}")
+    except WaitTimeout:  # compare with whatever the cluster says: the reasons below name it
+        md = admin.list_topics(topic, timeout=30).topics[topic]
     rf = {len(p.replicas) for p in md.partitions.values()}
     w = scenario.workload
     reasons = []
     if topic_config.get("min.insync.replicas") != str(w.min_insync_replicas):
-        reasons.append(f"topic min.insync.replicas is {topic_config.get('min.insync.replicas')}, scenario says {w.min_insync_replicas}")
+        reasons.append(f"topic min.insync.replicas is {topic_config.get('min.insync.replicas')}, "
+                       f"scenario says {w.min_insync_replicas}")
     if topic_config.get("unclean.leader.election.enable") != str(w.unclean_leader_election).lower():
         reasons.append(f"topic unclean.leader.election.enable is {topic_config.get('unclean.leader.election.enable')}")
     if rf != {w.replication_factor} or len(md.partitions) != w.partitions:
@@ -179,13 +193,17 @@ def execute(scenario: Scenario, inventory: ClusterInventory, inventory_path: Pat
 
     def show(phase: str, elapsed: float = 0.0) -> None:
         if progress:
-            progress(Snapshot(run_id, phase, elapsed, warmup_s + duration_s, *_totals(), consumed_now(), active_names()))
+            total_s = max(warmup_s + duration_s, (load_end.value - start_ns) / 1e9 if load_end.value else 0.0)
+            progress(Snapshot(run_id, phase, elapsed, total_s, *_totals(), consumed_now(), active_names()))
 
     # The run's playbooks keep their ansible-runner artifacts in the run directory.
     if isinstance(runner, AnsibleRunner):
         runner = AnsibleRunner(artifact_root=run_dir / "ansible", verbosity=runner.verbosity)
     ctx = multiprocessing.get_context("spawn")
     counters = ctx.Array("q", load.COUNTERS * (w.producers + sum(g.consumers for g in w.consumer_groups)), lock=False)
+    load_end = ctx.Value("q", 0, lock=False)  # when the producers stop (ns); moved later while steps are due
+    schedule: list[tuple[float, str, Any]] = []  # (seconds after start_ns, action, fault index or group)
+    schedule_lock = threading.Lock()
     consumers: list[tuple[str, Any, Any, int]] = []  # (group, process, stop event, slot)
     producers: list[Any] = []
     injector = faults.AnsibleFaultInjector(runner, inventory_path)
@@ -215,11 +233,14 @@ def execute(scenario: Scenario, inventory: ClusterInventory, inventory_path: Pat
         show("healing")
         events.write("heal-before-run")
         faults.heal(runner, inventory_path)
+        show("waiting for a recovered cluster")
+        steady.ensure_internal_topics(bootstrap)
+        events.write("cluster-recovered", waited_s=round(steady.wait_recovered(inventory), 3))
         show("creating topic")
         config = {"min.insync.replicas": str(w.min_insync_replicas),
                   "unclean.leader.election.enable": str(w.unclean_leader_election).lower(), **w.topic_config}
         topics.ensure_topic(bootstrap, topic, w.partitions, w.replication_factor, config)
-        _wait_for_leaders(inventory, topic, w.partitions)
+        _wait_fully_replicated(inventory, topic, w.partitions)
         effective, invalid = _effective_config(bootstrap, topic, scenario)
         (run_dir / "effective-config.json").write_text(json.dumps(effective, indent=2))
 
@@ -235,32 +256,45 @@ def execute(scenario: Scenario, inventory: ClusterInventory, inventory_path: Pat
                 proc.start()
                 consumers.append((group.name, proc, stop, slot))
                 slot += 1
+        # Warm-up with the consumer groups already reading (they fetch the warm-up's untagged
+        # messages and skip them): the whole path is exercised before the schedule starts.
+        show("waiting for the consumer groups")
+        try:
+            wait_until(lambda: all(counters[s * load.COUNTERS + load.JOINED] for _, _, _, s in consumers), 60,
+                       what="every consumer to be assigned its partitions")
+        except WaitTimeout as exc:
+            invalid.append(f"{exc} before the run")
+        show("warming the produce path")
+        warm = steady.warm_produce_path(bootstrap, topic, dict(scenario.client.producer), w.rate)
+        events.write("produce-path-warm", **warm.to_dict())
+        if not warm.settled:
+            invalid.append(f"the produce path did not settle before the run: p99 per second "
+                           f"{warm.window_p99_ms} ms over {warm.seconds:.0f} s")
         start_ns = time.time_ns() + int(3e9)  # time for the spawned processes to import and connect
         end_ns = start_ns + int((warmup_s + duration_s) * 1e9)
         rate = w.rate / w.producers if w.rate else None
+        load_end.value = end_ns
         for index in range(w.producers):
-            args = load.ProducerArgs(index, run_id, bootstrap, topic, dict(scenario.client.producer), rate, start_ns,
-                                     end_ns, w.message_size, w.keys, str(run_dir / "ledger" / "produce"), ledger_enabled)
-            proc = ctx.Process(target=load.producer_main, args=(args, counters, index), daemon=True)
+            produce = load.ProducerArgs(index, run_id, bootstrap, topic, dict(scenario.client.producer), rate,
+                                        start_ns, end_ns, w.message_size, w.keys, str(run_dir / "ledger" / "produce"),
+                                        ledger_enabled)
+            proc = ctx.Process(target=load.producer_main, args=(produce, counters, index, load_end), daemon=True)
             proc.start()
             producers.append(proc)
         events.write("load-start", start_ns=start_ns, end_ns=end_ns, measured_from_ns=start_ns + int(warmup_s * 1e9))
 
-        schedule = []  # (seconds after start_ns, action, fault index)
-        for i, fault in enumerate(scenario.faults):
+        for i, fault in enumerate(scenario.faults):  # heals are scheduled when their injection has acted
             schedule.append((warmup_s + fault.at_s * factor, "inject", i))
-            if fault.heal_at_s is not None:
-                schedule.append((warmup_s + fault.heal_at_s * factor, "heal", i))
         for group in w.consumer_groups:
             if group.kill_one_at_s is not None:
                 schedule.append((warmup_s + group.kill_one_at_s * factor, "kill-consumer", group.name))
         schedule.sort(key=lambda item: item[0])
         records: dict[int, faults.FaultRecord] = {}
 
-        def do(action: str, what: Any) -> None:
+        def do(action: str, what: Any, due_ns: int) -> None:
             if action == "inject":
                 fault = scenario.faults[what]
-                status = cluster.describe(inventory) if fault.kind != "zookeeper-stop" else None
+                status = cluster.describe(inventory, services=False) if fault.kind != "zookeeper-stop" else None
                 busy = frozenset(r.broker_id for r in active.values() if r.broker_id is not None)
                 hosts, broker_id, reason = faults.resolve_target(fault.kind, fault.target, inventory, status, topic,
                                                                  rng, exclude=busy)
@@ -268,15 +302,20 @@ def execute(scenario: Scenario, inventory: ClusterInventory, inventory_path: Pat
                                              {"fault_ports": fault.ports} if fault.ports else None)
                 records[what] = record
                 events.write("fault-intent", fault_id=record.fault_id, kind=fault.kind, hosts=list(hosts),
-                             broker=broker_id, reason=reason)
+                             broker=broker_id, reason=reason, scheduled_ns=due_ns)
                 active[record.fault_id] = record
-                at = injector.inject(record)
+                at = injector.inject(record, not_before_ns=due_ns)
                 events.write("fault-injected", fault_id=record.fault_id, at_ns=int(at * 1e9))
+                if fault.heal_at_s is not None:  # the fault lasts as planned from when it acted, however late
+                    with schedule_lock:
+                        schedule.append(((int(at * 1e9) - start_ns) / 1e9 + (fault.heal_at_s - fault.at_s) * factor,
+                                         "heal", what))
+                        schedule.sort(key=lambda item: item[0])
                 fault_log.append({"fault_id": record.fault_id, "kind": fault.kind, "target": reason, "hosts": list(hosts)})
             elif action == "heal" and what in records:
                 record = records[what]
-                events.write("fault-heal-start", fault_id=record.fault_id)
-                at = injector.revert(record)
+                events.write("fault-heal-start", fault_id=record.fault_id, scheduled_ns=due_ns)
+                at = injector.revert(record, not_before_ns=due_ns)
                 active.pop(record.fault_id, None)
                 events.write("fault-healed", fault_id=record.fault_id, at_ns=int(at * 1e9))
             elif action == "kill-consumer":
@@ -285,14 +324,41 @@ def execute(scenario: Scenario, inventory: ClusterInventory, inventory_path: Pat
                     victim[1].terminate()  # SIGTERM: the member leaves the group, its partitions move
                     events.write("consumer-killed", group=what, pid=victim[1].pid)
 
+        def do_or_invalidate(action: str, what: Any, due_ns: int) -> None:
+            """A step that fails invalidates the run, with the reason, instead of ending the thread unseen."""
+            try:
+                do(action, what, due_ns)
+            except Exception as exc:  # whatever failed, the run must say it
+                step = f"faults[{what}] ({scenario.faults[what].kind})" if action in ("inject", "heal") else \
+                    f"kill-consumer ({what})"
+                reason = f"{step} {action} failed: {exc}"
+                invalid.append(reason)
+                events.write("schedule-step-failed", action=action, step=step, error=str(exc))
+
         while any(p.is_alive() for p in producers):
-            elapsed = (time.time_ns() - start_ns) / 1e9
-            if schedule and elapsed >= schedule[0][0] and not (worker and worker[-1].is_alive()):
-                _, action, what = schedule.pop(0)
-                thread = threading.Thread(target=do, args=(action, what), name=f"fault-{action}", daemon=True)
+            now_ns = time.time_ns()
+            elapsed = (now_ns - start_ns) / 1e9
+            if schedule or any(t.is_alive() for t in worker):  # steps to come or under way:
+                load_end.value = max(load_end.value, now_ns + int(OBSERVE_S * 1e9))  # the load goes on
+            # One step at a time, in the order of their times: a step resolves its target only
+            # once every earlier step has acted, so two faults never pick the same broker and a
+            # leader_of target sees what the faults before it did. A fault playbook starts
+            # FAULT_LEAD_S before its time and the host waits for the moment itself.
+            with schedule_lock:
+                step = schedule[0] if schedule and not any(t.is_alive() for t in worker) else None
+                lead = FAULT_LEAD_S if step and step[1] in ("inject", "heal") else 0.0
+                if step and elapsed >= step[0] - lead:
+                    schedule.pop(0)
+                else:
+                    step = None
+            if step:
+                at_s, action, what = step
+                thread = threading.Thread(target=do_or_invalidate, args=(action, what, start_ns + int(at_s * 1e9)),
+                                          name=f"fault-{action}", daemon=True)
                 thread.start()
                 worker.append(thread)
-            phase = "warm-up" if elapsed < warmup_s else "measuring" if elapsed < warmup_s + duration_s else "flushing"
+            total_s = (load_end.value - start_ns) / 1e9
+            phase = "warm-up" if elapsed < warmup_s else "measuring" if elapsed < total_s else "flushing"
             show(phase if elapsed >= 0 else "starting", max(0.0, elapsed))
             time.sleep(0.25)
         for thread in worker:
@@ -303,7 +369,8 @@ def execute(scenario: Scenario, inventory: ClusterInventory, inventory_path: Pat
             if proc.exitcode:  # a crashed producer's messages are missing from the ledger: say so
                 how = f"signal {-proc.exitcode}" if proc.exitcode < 0 else f"code {proc.exitcode}"
                 invalid.append(f"producer {index} exited with {how}")
-        events.write("load-end", producers=load.producer_meta(run_dir / "ledger" / "produce"))
+        end_ns = load_end.value
+        events.write("load-end", end_ns=end_ns, producers=load.producer_meta(run_dir / "ledger" / "produce"))
     finally:
         for thread in worker:
             thread.join(300)
@@ -318,16 +385,20 @@ def execute(scenario: Scenario, inventory: ClusterInventory, inventory_path: Pat
 
     try:
         acked = _totals()[1]
-        deadline = time.monotonic() + 30
-        while consumers and time.monotonic() < deadline and min(consumed_now().values(), default=acked) < acked:
+
+        def drained() -> bool:
             show("draining consumers")
-            time.sleep(0.5)
+            return min(consumed_now().values(), default=acked) >= acked
+
+        if consumers:  # what they have not read by then, the final read and the checker account for
+            with contextlib.suppress(WaitTimeout):
+                wait_until(drained, 30, interval_s=0.5, what="the consumer groups to read every acked message")
         show("final read")
         events.write("final-read-start")
         ends = load.final_read(bootstrap, topic, run_id, run_dir / "ledger" / "consume")
         events.write("final-read-end", end_offsets=ends)
     finally:
-        for _, proc, stop, _ in consumers:
+        for _, _, stop, _ in consumers:
             stop.set()
         for _, proc, _, _ in consumers:
             proc.join(15)
@@ -345,13 +416,16 @@ def execute(scenario: Scenario, inventory: ClusterInventory, inventory_path: Pat
     counts = _ledger_summary(run_dir)
     sent, acked_live, failed, indeterminate = _totals()
     summary = RunSummary(
-        run_id=run_id, scenario=scenario.name, description=scenario.description, run_dir=str(run_dir), topic=topic, acks=scenario.client.acks,
+        run_id=run_id, scenario=scenario.name, description=scenario.description, run_dir=str(run_dir), topic=topic,
+        acks=scenario.client.acks,
         replication_factor=w.replication_factor, min_insync_replicas=w.min_insync_replicas,
         unclean_leader_election=w.unclean_leader_election, partitions=w.partitions, message_size=w.message_size,
-        fault=scenario.fault_label, load_start_ns=start_ns, measured_from_ns=start_ns + int(warmup_s * 1e9),
-        load_end_ns=end_ns, sent=counts["sent"], acked=counts["acked"], failed=counts["failed"], indeterminate=counts["indeterminate"],
+        fault=scenario.fault_label, fault_schedule=[f.schedule_entry() for f in scenario.faults],
+        load_start_ns=start_ns, measured_from_ns=start_ns + int(warmup_s * 1e9),
+        load_end_ns=end_ns, sent=counts["sent"], acked=counts["acked"], failed=counts["failed"],
+        indeterminate=counts["indeterminate"],
         acked_lost=counts["acked_lost"], acked_lost_ids=counts["acked_lost_ids"], final_read=counts["final_read"],
-        consumed=counts["consumed"], throughput_msgs_s=counts["acked"] / (warmup_s + duration_s),
+        consumed=counts["consumed"], throughput_msgs_s=counts["acked"] / ((end_ns - start_ns) / 1e9),
         faults=fault_log, valid=not invalid, invalid_reasons=invalid,
         live_counters={"sent": sent, "acked": acked_live, "failed": failed, "indeterminate": indeterminate},
     )
@@ -359,11 +433,13 @@ def execute(scenario: Scenario, inventory: ClusterInventory, inventory_path: Pat
     return summary
 
 
-def _wait_for_leaders(inventory: ClusterInventory, topic: str, partitions: int, timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        parts = cluster.describe(inventory).topic(topic)
-        if len(parts) == partitions and all(p.leader is not None for p in parts):
-            return
-        time.sleep(0.5)
-    raise RuntimeError(f"topic {topic} has partitions without a leader after {timeout:.0f} s")
+def _wait_fully_replicated(inventory: ClusterInventory, topic: str, partitions: int, timeout: float = 60) -> None:
+    """Every partition of the new topic led, with all its replicas in sync."""
+    def ready() -> bool:
+        parts = cluster.describe(inventory, services=False).topic(topic)
+        return len(parts) == partitions and all(p.leader is not None and not p.under_replicated for p in parts)
+
+    try:
+        wait_until(ready, timeout, what=f"every partition of {topic} led and fully replicated")
+    except WaitTimeout as exc:
+        raise steady.NotSteady(str(exc)) from None

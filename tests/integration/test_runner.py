@@ -12,7 +12,9 @@ import subprocess
 import pyarrow.compute as pc
 import pytest
 
-from benchmarks import cluster, ledger, runner as runner_lib, scenario as sc
+from benchmarks import cluster, ledger
+from benchmarks import runner as runner_lib
+from benchmarks import scenario as sc
 from benchmarks.report import outputs
 from benchmarks.timeline import TIMELINE_SCHEMA
 from tests.conftest import KAFKA_BENCH, LOCAL_INVENTORY, ROOT, assert_ok, run_cli, service_pids, wait_for
@@ -131,6 +133,23 @@ def test_negative_control_unclean_election_loses_acked_writes(cluster_up, runner
     assert analysed.severity == "bad"
 
 
+def test_a_fault_that_fails_at_run_time_invalidates_its_run_with_the_reason(cluster_up, runner, tmp_path):
+    """An RF 1 partition has no follower to pause: the injection fails during the run, and the
+    run says so instead of reporting a valid run without its fault."""
+    [run] = sc.parse({"scenario": {
+        "name": "no-follower", "workload": {"replication_factor": 1, "rate": 500, "producers": 1, "warmup_s": 1,
+                                            "duration_s": 4},
+        "faults": [{"kind": "broker-pause", "at_s": 1, "target": {"follower_of": 0}}]}})
+    summary = runner_lib.execute(run.scenario, cluster_up, LOCAL_INVENTORY, runner, tmp_path, seed=1)
+    assert not summary.valid
+    assert summary.invalid_reasons == [f"faults[0] (broker-pause) inject failed: partition {summary.topic}-0 has no "
+                                       "live follower to target"]
+    events = [json.loads(line) for line in (tmp_path / os.path.basename(summary.run_dir) / "events.jsonl")
+              .read_text().splitlines()]
+    assert [e["step"] for e in events if e["event"] == "schedule-step-failed"] == ["faults[0] (broker-pause)"]
+    assert summary.acked == summary.sent > 0
+
+
 def test_heal_after_the_runner_was_killed_during_a_fault(cluster_up, tmp_path):
     scenario_file = tmp_path / "long-fault.yml"
     scenario_file.write_text(json.dumps({"scenario": {
@@ -173,7 +192,8 @@ def test_perf_benchmark_runs_the_generator_and_the_c_loop_on_the_same_schedule(c
     """`make perf` in miniature: both loops at one rate, every scheduled message sent and
     acknowledged, send delays measured after the warm-up only; unthrottled, both report a rate."""
     from benchmarks import topics
-    from benchmarks.perf import native_loop, producer_throughput as perf
+    from benchmarks.perf import native_loop
+    from benchmarks.perf import producer_throughput as perf
 
     props = perf.client_props()
     topics.ensure_topic(cluster_up.bootstrap_servers, perf.TOPIC, 3, 3)
