@@ -9,10 +9,11 @@ section expands lists of values into runs (their cross product); points that can
 from __future__ import annotations
 
 import copy
+import dataclasses
 import itertools
 import re
 from pathlib import Path
-from typing import Annotated, Any, Literal, Union, get_args
+from typing import Annotated, Any, Literal, get_args
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -60,7 +61,7 @@ class Workload(Strict):
         return value
 
     @model_validator(mode="after")
-    def _unique_groups(self) -> "Workload":
+    def _unique_groups(self) -> Workload:
         names = [g.name for g in self.consumer_groups]
         if len(names) != len(set(names)):
             raise ValueError(f"consumer group names must be unique, got {names}")
@@ -70,8 +71,8 @@ class Workload(Strict):
 class ClientProfile(Strict):
     name: Annotated[str, Field(pattern=NAME)] = "default"
     # Raw librdkafka properties. Everything that matters is recorded as resolved by the client.
-    producer: dict[str, Union[str, int, float, bool]] = {}
-    consumer: dict[str, Union[str, int, float, bool]] = {}
+    producer: dict[str, str | int | float | bool] = {}
+    consumer: dict[str, str | int | float | bool] = {}
 
     @field_validator("producer")
     @classmethod
@@ -100,7 +101,7 @@ class FaultTarget(Strict):
     seed: int | None = None  # for random; recorded in the run either way
 
     @model_validator(mode="after")
-    def _exactly_one(self) -> "FaultTarget":
+    def _exactly_one(self) -> FaultTarget:
         chosen = [self.broker is not None, self.leader_of is not None, self.follower_of is not None,
                   self.controller, self.random]
         if sum(chosen) != 1:
@@ -119,8 +120,8 @@ class Fault(Strict):
     ports: list[Annotated[int, Field(ge=1, le=65535)]] = []
 
     @property
-    def label(self) -> str:
-        """The fault in words: "broker-kill (leader of 0) at 6 s, healed at 12 s"."""
+    def target_words(self) -> str:
+        """The target in words ("leader of 0", "broker 1; ports 9092"); empty for a fault of every server."""
         t = self.target
         target = ("" if self.kind == "zookeeper-stop" else
                   f"broker {t.broker}" if t.broker is not None else
@@ -129,11 +130,21 @@ class Fault(Strict):
                   "controller" if t.controller else "random broker")
         if self.ports:
             target += f"; ports {', '.join(map(str, self.ports))}"
+        return target
+
+    @property
+    def label(self) -> str:
+        """The fault in words, for people: "broker-kill (leader of 0) at 6 s, healed at 12 s"."""
+        target = self.target_words
         healed = f", healed at {self.heal_at_s:g} s" if self.heal_at_s is not None else ""
         return f"{self.kind}{f' ({target})' if target else ''} at {self.at_s:g} s{healed}"
 
+    def schedule_entry(self) -> dict[str, Any]:
+        """The fault as data, as the run records it (summary.json's fault_schedule)."""
+        return {"kind": self.kind, "target": self.target_words, "at_s": self.at_s, "heal_at_s": self.heal_at_s}
+
     @model_validator(mode="after")
-    def _heal_after_inject(self) -> "Fault":
+    def _heal_after_inject(self) -> Fault:
         if self.heal_at_s is not None and self.heal_at_s <= self.at_s:
             raise ValueError(f"heal_at_s ({self.heal_at_s}) must come after at_s ({self.at_s})")
         if self.kind == "zookeeper-stop" and self.target != FaultTarget(random=True):
@@ -154,7 +165,7 @@ class Scenario(Strict):
     quick: bool = True
 
     @model_validator(mode="after")
-    def _coherent(self) -> "Scenario":
+    def _coherent(self) -> Scenario:
         w = self.workload
         if w.min_insync_replicas > w.replication_factor:
             raise ValueError(f"workload.min_insync_replicas ({w.min_insync_replicas}) must not exceed "
@@ -235,9 +246,52 @@ def _set_path(doc: dict[str, Any], path: str, value: Any) -> None:
 NETWORK_FAULTS = ("host-isolate", "host-partition")
 
 
-def parse(doc: Any, source: str = "<scenario>", brokers: int | None = None, hosts: int | None = None) -> list[Run]:
-    """Validate a scenario document and expand its sweep into runs. `brokers` and `hosts` (the
-    number of distinct broker addresses) come from the inventory, when known."""
+@dataclasses.dataclass(frozen=True)
+class ClusterShape:
+    """What scenario validation needs to know of the inventory it will run on."""
+
+    broker_ids: tuple[int, ...]
+    hosts: int  # distinct broker addresses
+
+
+def _impossible(raw: dict[str, Any], cluster: ClusterShape | None) -> tuple[str, str] | None:
+    """(field, reason) when the point cannot run at all on this cluster, else None."""
+    workload = raw.get("workload", {}) if isinstance(raw.get("workload"), dict) else {}
+    rf = workload.get("replication_factor", Workload().replication_factor)
+    min_isr = workload.get("min_insync_replicas", Workload().min_insync_replicas)
+    if isinstance(rf, int) and isinstance(min_isr, int) and min_isr > rf:
+        return ("workload.min_insync_replicas",
+                f"min.insync.replicas {min_isr} > replication factor {rf}: every acks=all write would fail")
+    brokers = len(cluster.broker_ids) if cluster else None
+    if brokers is not None and isinstance(rf, int) and rf > brokers:
+        return ("workload.replication_factor",
+                f"replication factor {rf} > {brokers} brokers in the inventory (allowed: 1 to {brokers})")
+    return None
+
+
+def _cluster_errors(run: Run, source: str, cluster: ClusterShape) -> list[str]:
+    """Faults this inventory cannot carry out: targets it has no broker for, network faults on one address."""
+    errors = []
+    where = f" (sweep point {run.point})" if run.point else ""
+    for index, fault in enumerate(run.scenario.faults if run.scenario else []):
+        field = f"{source}{where}: scenario.faults[{index}]"
+        if fault.target.broker is not None and fault.target.broker not in cluster.broker_ids:
+            errors.append(f"{field}.target.broker: {fault.target.broker} is not a broker of the inventory; allowed: "
+                          + ", ".join(map(str, cluster.broker_ids)))
+        if cluster.hosts < 2 and fault.kind in NETWORK_FAULTS:
+            errors.append(f"{field}.kind: {fault.kind} needs brokers on hosts with "
+                          "addresses of their own (inventories/lab, Vagrant or real hosts); this inventory "
+                          "runs every broker on one address, so allowed here: "
+                          + ", ".join(k for k in get_args(Fault.model_fields["kind"].annotation)
+                                      if k not in NETWORK_FAULTS))
+    return errors
+
+
+def parse(doc: Any, source: str = "<scenario>", cluster: ClusterShape | None = None) -> list[Run]:
+    """Validate a scenario document and expand its sweep into runs. `cluster` (from the inventory,
+    when known) lets targets and replication factors be checked against the brokers there are.
+    A sweep point that cannot run is skipped with its reason; a scenario without a sweep that
+    cannot run, or a sweep none of whose points can, is an error."""
     if not isinstance(doc, dict):
         raise ScenarioError(f"{source}: a scenario file must be a mapping with a 'scenario' key")
     try:
@@ -254,37 +308,30 @@ def parse(doc: Any, source: str = "<scenario>", brokers: int | None = None, host
             _set_path(raw, path, value)
         if point:
             raw["name"] = f"{raw.get('name', 'scenario')}-{index:03d}"
-        workload = raw.get("workload", {}) if isinstance(raw.get("workload"), dict) else {}
-        rf = workload.get("replication_factor", Workload().replication_factor)
-        min_isr = workload.get("min_insync_replicas", Workload().min_insync_replicas)
-        if isinstance(rf, int) and isinstance(min_isr, int) and min_isr > rf:
-            runs.append(Run(index=index, point=point, scenario=None,
-                            skipped=f"min.insync.replicas {min_isr} > replication factor {rf}: every acks=all write would fail"))
+        impossible = _impossible(raw, cluster)
+        if impossible and not point:
+            errors.append(f"{source}: scenario.{impossible[0]}: {impossible[1]}")
             continue
-        if brokers is not None and isinstance(rf, int) and rf > brokers:
-            runs.append(Run(index=index, point=point, scenario=None,
-                            skipped=f"replication factor {rf} > {brokers} brokers in the inventory"))
+        if impossible:
+            runs.append(Run(index=index, point=point, scenario=None, skipped=impossible[1]))
             continue
         try:
             runs.append(Run(index=index, point=point, scenario=Scenario.model_validate(raw)))
         except ValidationError as exc:
             where = f" (sweep point {point})" if point else ""
             errors.append(_format(exc, source + where, "scenario."))
-    if hosts is not None and hosts < 2:
+    if paths and runs and all(r.scenario is None for r in runs):
+        reasons = "; ".join(dict.fromkeys(r.skipped or "" for r in runs))
+        errors.append(f"{source}: sweep ({', '.join(paths)}): every point is impossible: {reasons}")
+    if cluster is not None:
         for run in runs:
-            for index, fault in enumerate(run.scenario.faults if run.scenario else []):
-                if fault.kind in NETWORK_FAULTS:
-                    errors.append(f"{source}: scenario.faults[{index}].kind: {fault.kind} needs brokers on hosts with "
-                                  "addresses of their own (inventories/lab, Vagrant or real hosts); this inventory "
-                                  "runs every broker on one address, so allowed here: "
-                                  + ", ".join(k for k in get_args(Fault.model_fields["kind"].annotation)
-                                              if k not in NETWORK_FAULTS))
+            errors += _cluster_errors(run, source, cluster)
     if errors:
         raise ScenarioError("\n".join(dict.fromkeys(errors)))
     return runs
 
 
-def load(path: Path | str, brokers: int | None = None, hosts: int | None = None) -> list[Run]:
+def load(path: Path | str, cluster: ClusterShape | None = None) -> list[Run]:
     path = Path(path)
     try:
         doc = yaml.safe_load(path.read_text())
@@ -292,4 +339,4 @@ def load(path: Path | str, brokers: int | None = None, hosts: int | None = None)
         raise ScenarioError(f"{path}: cannot read: {exc.strerror}") from None
     except yaml.YAMLError as exc:
         raise ScenarioError(f"{path}: not valid YAML: {exc}") from None
-    return parse(doc, str(path), brokers, hosts)
+    return parse(doc, str(path), cluster)

@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import click
 from rich.live import Live
 from rich.table import Table
 
-from benchmarks import paths, runner as runner_lib, scenario as scenario_lib
+from benchmarks import paths
+from benchmarks import runner as runner_lib
+from benchmarks import scenario as scenario_lib
 from benchmarks.commands.cluster import inventory_option, load_inventory_or_exit, playbook_runner
 from benchmarks.commands.report import analyse_and_report
 from benchmarks.console import console, stdout
@@ -28,6 +31,26 @@ def _progress_line(snap: runner_lib.Snapshot, label: str) -> str:
     return (f"{label} {bar} {snap.elapsed_s:5.1f}/{snap.total_s:.0f}s {snap.phase:<18} sent {snap.sent} "
             f"acked {snap.acked} ({rate:,.0f}/s) failed {snap.failed} indeterminate {snap.indeterminate}"
             f"{' | consumed ' + consumed if consumed else ''}{fault}")
+
+
+class ProgressLines:
+    """Progress for a terminal (one live line) or for a log (a line when the phase changes, and
+    at least every `every_s` seconds): a run in CI never stays silent for minutes."""
+
+    def __init__(self, terminal: bool, update: Callable[[str], None], emit: Callable[[str], None],
+                 every_s: float = 10.0, clock: Callable[[], float] = time.monotonic) -> None:
+        self.terminal, self.update, self.emit, self.every_s, self.clock = terminal, update, emit, every_s, clock
+        self._last_at: float | None = None
+        self._last_phase = ""
+
+    def __call__(self, line: str, phase: str) -> None:
+        if self.terminal:
+            self.update(line)
+            return
+        now = self.clock()
+        if phase != self._last_phase or self._last_at is None or now - self._last_at >= self.every_s:
+            self.emit(line)
+            self._last_at, self._last_phase = now, phase
 
 
 def summary_table(summaries: list[runner_lib.RunSummary], skipped: list[scenario_lib.Run]) -> Table:
@@ -78,24 +101,27 @@ def run(ctx: click.Context, suite_or_file: str, inventory_path: Path, quick: boo
     before the first run starts."""
     inv = load_inventory_or_exit(inventory_path)
     try:
-        hosts = len({b.host for b in inv.brokers})
-        runs = [run for path in scenario_files(suite_or_file)
-                for run in scenario_lib.load(path, brokers=len(inv.brokers), hosts=hosts)]
+        shape = scenario_lib.ClusterShape(tuple(b.broker_id for b in inv.brokers), len({b.host for b in inv.brokers}))
+        runs = [run for path in scenario_files(suite_or_file) for run in scenario_lib.load(path, shape)]
     except scenario_lib.ScenarioError as exc:
         console.print(f"[red]error:[/] {exc}")
         raise click.exceptions.Exit(ExitCode.INVALID_INPUT) from exc
-    todo = [r for r in runs if r.scenario]
+    todo = [r.scenario for r in runs if r.scenario is not None]
     skipped = [r for r in runs if not r.scenario]
     for r in skipped:
         console.print(f"skipping sweep point {r.point}: {r.skipped}")
     sweep_dir = results / f"{time.strftime('%Y%m%dT%H%M%S')}-{Path(suite_or_file).stem}"
     summaries = []
     with Live(console=console, refresh_per_second=4, transient=not console.is_terminal) as live:
-        for number, item in enumerate(todo, 1):
-            label = f"[{number}/{len(todo)}] {item.scenario.name}"
-            summary = runner_lib.execute(item.scenario, inv, inventory_path, playbook_runner(ctx), sweep_dir, quick=quick,
-                                         ledger_enabled=not no_ledger, seed=seed,
-                                         progress=lambda snap, label=label: live.update(_progress_line(snap, label)))
+        for number, scenario in enumerate(todo, 1):
+            label = f"[{number}/{len(todo)}] {scenario.name}"
+            shown = ProgressLines(console.is_terminal, live.update, console.print)
+
+            def show(snap: runner_lib.Snapshot, label: str = label, shown: ProgressLines = shown) -> None:
+                shown(_progress_line(snap, label), snap.phase)
+
+            summary = runner_lib.execute(scenario, inv, inventory_path, playbook_runner(ctx), sweep_dir, quick=quick,
+                                         ledger_enabled=not no_ledger, seed=seed, progress=show)
             summaries.append(summary)
             console.print(f"{label}: done, {summary.run_dir}")
     stdout.print(summary_table(summaries, skipped))

@@ -89,3 +89,34 @@ def test_lab_ssh_names_the_lab_hosts_when_the_host_is_unknown():
     out = invoke(None, "lab", "ssh", "lab9")
     assert out.exit_code == ExitCode.INVALID_INPUT
     assert "no lab host 'lab9'; hosts are lab1, lab2, lab3" in out.output
+
+
+def test_a_scenario_that_cannot_run_exits_invalid_input_before_anything_runs(tmp_path):
+    results = tmp_path / "results"
+    results.mkdir()
+    (results / "last-run.json").write_text('[{"scenario": "earlier"}]')
+    bad = tmp_path / "rf5.yml"
+    bad.write_text("scenario: {name: rf5, workload: {replication_factor: 5}}\n")
+    fake = FakeRunner(result())
+    out = invoke(fake, "run", str(bad), "--results", str(results))
+    assert out.exit_code == ExitCode.INVALID_INPUT, out.output
+    assert "rf5.yml: scenario.workload.replication_factor: replication factor 5 > 3 brokers in the inventory" \
+        in " ".join(out.output.split())
+    assert fake.calls == [] and (results / "last-run.json").read_text() == '[{"scenario": "earlier"}]'
+    assert [p.name for p in results.iterdir()] == ["last-run.json"]
+
+
+def test_progress_in_a_log_is_a_line_per_phase_and_at_least_every_ten_seconds():
+    from benchmarks.commands.run import ProgressLines
+
+    now = [0.0]
+    printed, updated = [], []
+    lines = ProgressLines(False, updated.append, printed.append, clock=lambda: now[0])
+    for t, phase in [(0, "healing"), (1, "healing"), (2, "measuring"), (5, "measuring"), (11.9, "measuring"),
+                     (12.0, "measuring"), (13, "flushing")]:
+        now[0] = t
+        lines(f"{t} {phase}", phase)
+    assert printed == ["0 healing", "2 measuring", "12.0 measuring", "13 flushing"] and updated == []
+    terminal = ProgressLines(True, updated.append, printed.append)
+    terminal("live", "measuring")
+    assert updated == ["live"]

@@ -6,12 +6,14 @@ import pytest
 
 from benchmarks import scenario as sc
 
+THREE_BROKERS = sc.ClusterShape(broker_ids=(0, 1, 2), hosts=1)
 
-def parse(scenario=None, sweep=None, brokers=None):
+
+def parse(scenario=None, sweep=None, cluster=None):
     doc = {"scenario": {"name": "demo", **(scenario or {})}}
     if sweep is not None:
         doc["sweep"] = sweep
-    return sc.parse(doc, "demo.yml", brokers=brokers)
+    return sc.parse(doc, "demo.yml", cluster)
 
 
 def error_of(**kwargs) -> str:
@@ -46,7 +48,8 @@ def test_unknown_top_level_key():
     ({"name": "Bad Name"}, "scenario.name: String should match pattern"),
     ({"workload": {"partitions": 0}}, "scenario.workload.partitions: Input should be greater than or equal to 1"),
     ({"workload": {"replication_factor": 16}}, "scenario.workload.replication_factor: Input should be less than or equal to 15"),
-    ({"workload": {"min_insync_replicas": 0}}, "scenario.workload.min_insync_replicas: Input should be greater than or equal to 1"),
+    ({"workload": {"min_insync_replicas": 0}},
+     "scenario.workload.min_insync_replicas: Input should be greater than or equal to 1"),
     ({"workload": {"message_size": 8}}, "scenario.workload.message_size: Input should be greater than or equal to 16"),
     ({"workload": {"rate": 0}}, "scenario.workload.rate: Input should be greater than 0"),
     ({"workload": {"duration_s": 0}}, "scenario.workload.duration_s: Input should be greater than 0"),
@@ -127,14 +130,40 @@ def test_leader_of_and_follower_of_name_a_partition_of_the_topic(field):
     assert f"faults[0].target.{field} (3) is not a partition of a 3-partition topic" in msg
 
 
-def test_min_isr_above_rf_is_skipped_with_its_reason():
-    [run] = parse(scenario={"workload": {"replication_factor": 1, "min_insync_replicas": 2}})
-    assert run.scenario is None and "min.insync.replicas 2 > replication factor 1" in run.skipped
+def test_a_scenario_that_cannot_run_is_an_error_naming_its_field():
+    msg = error_of(scenario={"workload": {"replication_factor": 1, "min_insync_replicas": 2}})
+    assert msg == ("demo.yml: scenario.workload.min_insync_replicas: min.insync.replicas 2 > replication factor 1: "
+                   "every acks=all write would fail")
+    msg = error_of(scenario={"workload": {"replication_factor": 5}}, cluster=THREE_BROKERS)
+    assert msg == ("demo.yml: scenario.workload.replication_factor: replication factor 5 > 3 brokers in the inventory "
+                   "(allowed: 1 to 3)")
+
+
+def test_a_sweep_none_of_whose_points_can_run_is_an_error():
+    msg = error_of(sweep={"workload.replication_factor": [4, 5]}, cluster=THREE_BROKERS)
+    assert msg == ("demo.yml: sweep (workload.replication_factor): every point is impossible: replication factor 4 > "
+                   "3 brokers in the inventory (allowed: 1 to 3); replication factor 5 > 3 brokers in the inventory "
+                   "(allowed: 1 to 3)")
+
+
+def test_min_isr_above_rf_in_a_sweep_point_is_skipped_with_its_reason():
+    runs = parse(sweep={"workload.min_insync_replicas": [1, 2]}, scenario={"workload": {"replication_factor": 1}})
+    assert runs[1].scenario is None and "min.insync.replicas 2 > replication factor 1" in runs[1].skipped
+
+
+def test_a_broker_the_inventory_does_not_have_is_refused():
+    kill = {"kind": "broker-kill", "at_s": 1, "target": {"broker": 7}}
+    msg = error_of(scenario={"faults": [kill]}, cluster=THREE_BROKERS)
+    assert msg == "demo.yml: scenario.faults[0].target.broker: 7 is not a broker of the inventory; allowed: 0, 1, 2"
+    msg = error_of(sweep={"faults": [[], [kill]]}, cluster=THREE_BROKERS)
+    assert "demo.yml (sweep point {'faults': [{'kind': 'broker-kill'" in msg and "target.broker: 7 is not" in msg
+    [run] = parse(scenario={"faults": [{**kill, "target": {"broker": 2}}]}, cluster=THREE_BROKERS)
+    assert run.scenario.faults[0].target.broker == 2
 
 
 def test_sweep_expands_the_cross_product_and_skips_impossible_points():
     runs = parse(sweep={"client.producer.acks": ["0", "1", "all"], "workload.replication_factor": [1, 2, 3, 4],
-                        "workload.min_insync_replicas": [1, 2]}, brokers=3)
+                        "workload.min_insync_replicas": [1, 2]}, cluster=THREE_BROKERS)
     assert len(runs) == 3 * 4 * 2
     skipped = {r.index: r.skipped for r in runs if r.skipped}
     assert sum("min.insync.replicas 2 > replication factor 1" in s for s in skipped.values()) == 3
@@ -182,8 +211,8 @@ def test_network_faults_need_hosts_with_addresses_of_their_own():
     doc = {"scenario": {"name": "demo", "faults": [{"kind": "broker-kill", "at_s": 1},
                                                    {"kind": "host-isolate", "at_s": 2}]}}
     with pytest.raises(sc.ScenarioError) as info:
-        sc.parse(doc, "demo.yml", brokers=3, hosts=1)
+        sc.parse(doc, "demo.yml", THREE_BROKERS)
     assert ("demo.yml: scenario.faults[1].kind: host-isolate needs brokers on hosts with addresses of their own"
             in str(info.value))
     assert "allowed here: broker-kill, broker-stop, broker-pause, broker-restart, zookeeper-stop" in str(info.value)
-    assert len(sc.parse(doc, "demo.yml", brokers=3, hosts=3)) == 1
+    assert len(sc.parse(doc, "demo.yml", sc.ClusterShape(broker_ids=(0, 1, 2), hosts=3))) == 1
