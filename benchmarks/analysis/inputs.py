@@ -28,6 +28,7 @@ class Inputs:
 
 def _glob(spark: SparkSession, pattern: str) -> list[str]:
     jvm = spark.sparkContext._jvm
+    assert jvm is not None  # a live session has its gateway
     path = jvm.org.apache.hadoop.fs.Path(pattern)
     fs = path.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
     found = fs.globStatus(path)
@@ -54,8 +55,11 @@ def _parquet(spark: SparkSession, run_dirs: list[str], sub: str, expected, name:
 
 def read(spark: SparkSession, root: str) -> Inputs:
     run_dirs = run_directories(spark, root)
-    runs = spark.read.option("multiLine", True).json([f"{d}/summary.json" for d in run_dirs])
-    runs = schemas.check(runs, schemas.RUNS, f"{root}: summary.json")
+    files = [f"{d}/summary.json" for d in run_dirs]
+    # Every scalar field present and of its type; then read with the whole schema, lists included
+    # (an empty list or a null has no type of its own to infer).
+    schemas.check(spark.read.option("multiLine", True).json(files), schemas.RUNS_SCALARS, f"{root}: summary.json")
+    runs = spark.read.schema(schemas.RUNS).option("multiLine", True).json(files)
     stale = runs.filter(F.col("load_start_ns").isNull() | F.col("run_id").isNull()).select("run_id").collect()
     if stale:
         raise InputError(f"{root}: summary.json of run(s) {', '.join(str(r.run_id) for r in stale)} lacks the load "

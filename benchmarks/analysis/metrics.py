@@ -24,27 +24,17 @@ Definitions (the report repeats them):
 from __future__ import annotations
 
 import dataclasses
-import math
 
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from benchmarks.analysis import schemas
+from benchmarks.analysis.percentiles import FLOOR_MS, PERCENTILE_NAMES, PERCENTILES, PRECISION, percentiles
+from benchmarks.analysis.steadiness import steadiness
 
-PERCENTILES = (0.5, 0.95, 0.99, 0.999)
-PERCENTILE_NAMES = ("p50", "p95", "p99", "p999")
-# Percentiles come from a histogram with logarithmic buckets (HdrHistogram's idea, as Spark
-# expressions): bucket k holds the values within [FLOOR * G^(k-1), FLOOR * G^k), and a
-# percentile is the nearest-rank value's bucket, reported as the point of the bucket within
-# PRECISION of all of it, clamped to the smallest and largest value actually in the bucket (so
-# a bucket of one distinct value reports it exactly). Every percentile is within PRECISION
-# (relative) of the exact nearest-rank percentile; values within FLOOR ms of zero count as 0.
-# A grouping by bucket is a small hash aggregation, and histograms add up; percentile_approx
-# (at an accuracy giving 0.07%) took 1.4x as long for the phases and 2.7x for end-to-end
-# latency at 10M messages.
-PRECISION = 0.001
-FLOOR_MS = 1e-3
-_GROWTH = (1 + PRECISION) / (1 - PRECISION)
+# Re-exported: part of the analysis API.
+__all__ = ["FLOOR_MS", "PERCENTILES", "PERCENTILE_NAMES", "PRECISION", "percentiles", "steadiness"]
+
 GAP_THRESHOLD_S = 1.0
 EXPECTED_ACKS = 5.0  # a gap must also be as long as 5 acks take at the partition's average rate
 FINAL_READ = "final-read"
@@ -109,29 +99,6 @@ def _with_phases(df: DataFrame, bounds: DataFrame, ts: str) -> DataFrame:
             .drop("_phase", *[c for c in bounds.columns if c != "run_id"]))
 
 
-def percentiles(df: DataFrame, keys: list[str], column: str, prefix: str) -> DataFrame:
-    """Per `keys` (groups with a non-null `column` only): `{prefix}_p50_ms` ... `_p999_ms`
-    (nearest rank, within PRECISION; see above) and `{prefix}_max_ms` (exact)."""
-    v = F.col(column)
-    index = F.floor(F.log(F.abs(v) / FLOOR_MS) / math.log(_GROWTH)) + 1
-    bucket = F.when(F.abs(v) < FLOOR_MS, 0).otherwise(F.signum(v) * index).cast("int")
-    hist = (df.filter(v.isNotNull()).groupBy(*keys, bucket.alias("_bucket"))
-            .agg(F.count("*").alias("_n"), F.min(v).alias("_lo"), F.max(v).alias("_hi")))
-    upto = Window.partitionBy(*keys).orderBy("_bucket").rowsBetween(_UNBOUNDED, Window.currentRow)
-    whole = Window.partitionBy(*keys).rowsBetween(_UNBOUNDED, Window.unboundedFollowing)
-    k = F.abs(F.col("_bucket"))
-    point = F.signum(F.col("_bucket")) * F.lit(FLOOR_MS) * F.pow(F.lit(_GROWTH), k - 1) * (2 * _GROWTH / (1 + _GROWTH))
-    hist = (hist.withColumn("_upto", F.sum("_n").over(upto)).withColumn("_total", F.sum("_n").over(whole))
-            .withColumn("_value", F.least(F.greatest(point, F.col("_lo")), F.col("_hi"))))
-    # Buckets are ordered by value and each reports a value inside itself, so the first bucket
-    # reaching the rank holds the smallest such value.
-    rank = lambda q: F.greatest(F.ceil(F.col("_total") * q), F.lit(1))  # noqa: E731
-    return hist.groupBy(*keys).agg(
-        *[F.min(F.when(F.col("_upto") >= rank(q), F.col("_value"))).alias(f"{prefix}_{name}_ms")
-          for q, name in zip(PERCENTILES, PERCENTILE_NAMES)],
-        F.max("_hi").alias(f"{prefix}_max_ms"))
-
-
 # ---------------------------------------------------------------- per-message outcomes
 
 
@@ -186,7 +153,8 @@ def status_codes(produce: DataFrame, consume: DataFrame) -> DataFrame:
               .when(acked & read_any, STATUSES.index("delivered"))
               .when(acked & (F.col("max_read_offset") > F.col("ack_offset")), STATUSES.index("lost"))
               .when(acked, STATUSES.index("unseen"))
-              .when(o == _OUTCOME["failed"], F.when(read_any, STATUSES.index("failed-delivered")).otherwise(STATUSES.index("failed")))
+              .when(o == _OUTCOME["failed"],
+                    F.when(read_any, STATUSES.index("failed-delivered")).otherwise(STATUSES.index("failed")))
               .otherwise(F.when(read_any, STATUSES.index("indeterminate-delivered"))
                          .otherwise(STATUSES.index("indeterminate"))))
     return (per_id.join(F.broadcast(highest), on=["_run", "ack_partition"], how="left")
@@ -414,18 +382,21 @@ def unavailability(produce: DataFrame, runs: DataFrame, states: DataFrame, bound
             .drop("fault_start_ns", "fault_end_ns"))
 
 
-def fault_impact(events: DataFrame, states: DataFrame, produce: DataFrame) -> DataFrame:
+def fault_impact(events: DataFrame, states: DataFrame, produce: DataFrame, runs: DataFrame) -> DataFrame:
     """Per (fault, partition): the leader before the fault and at its end, seconds from the
-    injection to a new leader (when the target led it), to the ISR shrinking and re-expanding,
-    and to the first successful ack of a message sent after the injection."""
+    injection to a new leader (when the target led it, and only while the load ran: a leader
+    elected after the load is a restart, not a failover the clients saw), to the ISR shrinking
+    and re-expanding, and to the first successful ack of a message sent after the injection."""
     events = schemas.check(events, schemas.EVENTS, "events")
+    runs = schemas.check(runs, schemas.RUNS, "runs")
     intent = events.filter(F.col("event") == "fault-intent").select("run_id", "fault_id", "kind", "broker", "reason")
     injected = events.filter(F.col("event") == "fault-injected").select("run_id", "fault_id", F.col("at_ns").alias("injected_ns"))
     healed = events.filter(F.col("event") == "fault-healed").select("run_id", "fault_id", F.col("at_ns").alias("healed_ns"))
     faults = (intent.join(injected, on=["run_id", "fault_id"], how="inner")
               .join(healed, on=["run_id", "fault_id"], how="left"))
     keys = ["run_id", "fault_id", "partition"]
-    samples = states.join(F.broadcast(faults), on="run_id", how="inner")
+    samples = (states.join(F.broadcast(faults), on="run_id", how="inner")
+               .join(F.broadcast(runs.select("run_id", "load_end_ns")), on="run_id", how="inner"))
     seconds = lambda c: (F.col(c) - F.col("injected_ns")) / 1e9  # noqa: E731
     before = (samples.filter(F.col("t_ns") <= F.col("injected_ns")).groupBy(*keys)
               .agg(F.max_by("leader", "t_ns").alias("leader_before")))
@@ -434,8 +405,8 @@ def fault_impact(events: DataFrame, states: DataFrame, produce: DataFrame) -> Da
         ~F.array_contains(F.split(F.col("isr"), ","), target.cast("string")))
     until = F.coalesce(F.col("healed_ns"), F.lit(2**62))
     after = (samples.filter(F.col("t_ns") > F.col("injected_ns")).groupBy(*keys)
-             .agg(F.min(F.when(F.col("leader").isNotNull() & (F.col("leader") != F.coalesce(target, F.lit(-1))),
-                               F.col("t_ns"))).alias("_new_leader_ns"),
+             .agg(F.min(F.when(F.col("leader").isNotNull() & (F.col("leader") != F.coalesce(target, F.lit(-1)))
+                               & (F.col("t_ns") <= F.col("load_end_ns")), F.col("t_ns"))).alias("_new_leader_ns"),
                   F.max_by(F.col("leader"), F.when(F.col("t_ns") <= until, F.col("t_ns"))).alias("leader_after"),
                   F.min(F.when(isr_lost_target, F.col("t_ns"))).alias("_shrink_ns")))
     expand = (samples.join(after.select(*keys, "_shrink_ns"), on=keys, how="inner")
@@ -486,17 +457,21 @@ class Analysis:
 
 SUMMARY_COLUMNS = (
     "run_id", "scenario", "description", "acks", "replication_factor", "min_insync_replicas", "unclean_leader_election", "fault",
+    "fault_schedule",
     "sent", "acked", "failed", "indeterminate", "lost", "unseen", "duplicates", "reordered", "failed_delivered",
     "indeterminate_delivered", "throughput_msgs_s", "throughput_mb_s", "latency_p50_ms", "latency_p99_ms",
-    "latency_p999_ms", "latency_max_ms", "send_latency_p99_ms", "e2e_p99_ms", "unavailable_s", "unavailable_in_fault_s", "new_leader_s", "valid",
+    "latency_p999_ms", "latency_max_ms", "send_latency_p99_ms", "e2e_p99_ms", "unavailable_s", "unavailable_in_fault_s",
+    "leaderless_partition", "leaderless_s", "new_leader_s", "steady", "steady_p99_first_ms", "steady_p99_last_ms",
+    "steady_acked_share", "valid", "invalid_reasons",
 )
 
 
 def summarize(runs: DataFrame, counts_df: DataFrame, reordered_df: DataFrame, phases: DataFrame,
-              e2e: DataFrame, unavailable: DataFrame, impact: DataFrame) -> DataFrame:
+              e2e: DataFrame, unavailable: DataFrame, impact: DataFrame, steady: DataFrame) -> DataFrame:
     """One row per run with SUMMARY_COLUMNS: counts over the whole run; throughput and latency
     over the measured phase; unavailable_s is the worst partition's total time without acks
-    (unavailable_in_fault_s: of windows overlapping the fault phase);
+    (unavailable_in_fault_s: of windows overlapping the fault phase); leaderless_s the total of
+    the windows in which the timeline saw leaderless_partition without a leader (the most such);
     new_leader_s the slowest leader change after a fault."""
     measured = phases.filter(F.col("phase") == "measured").select(
         "run_id", "throughput_msgs_s", "throughput_mb_s", "latency_p50_ms", "latency_p99_ms", "latency_p999_ms",
@@ -507,9 +482,14 @@ def summarize(runs: DataFrame, counts_df: DataFrame, reordered_df: DataFrame, ph
                   F.sum(F.when(F.col("during_fault"), F.col("duration_s")).otherwise(0.0)).alias("_f"))
              .groupBy("run_id").agg(F.max("_s").alias("unavailable_s"), F.max("_f").alias("unavailable_in_fault_s")))
     leaders = impact.groupBy("run_id").agg(F.max("new_leader_s").alias("new_leader_s"))
+    leaderless = (unavailable.filter(F.col("leaderless")).groupBy("run_id", "partition")
+                  .agg(F.sum("duration_s").alias("_l"))
+                  .groupBy("run_id").agg(F.max_by("partition", "_l").alias("leaderless_partition"),
+                                         F.max("_l").alias("leaderless_s")))
     return (runs.join(counts_df, on="run_id", how="left").join(reordered_df, on="run_id", how="left")
             .join(measured, on="run_id", how="left").join(e2e_measured, on="run_id", how="left")
             .join(worst, on="run_id", how="left").join(leaders, on="run_id", how="left")
+            .join(leaderless, on="run_id", how="left").join(steady.drop("steady_s"), on="run_id", how="left")
             .fillna(0, subset=["sent", "acked", "failed", "indeterminate", "lost", "unseen", "duplicates", "reordered",
                                "failed_delivered", "indeterminate_delivered"])
             .fillna(0.0, subset=["unavailable_s", "unavailable_in_fault_s"])
@@ -535,10 +515,11 @@ def analyse(runs: DataFrame, events: DataFrame, produce: DataFrame, consume: Dat
     e2e = end_to_end(consume, bounds).cache()
     states = partition_states(timeline, runs).cache()
     unavailable = unavailability(produce, runs, states, bounds, gap_threshold_s, expected_acks).cache()
-    impact = fault_impact(events, states, produce).cache()
+    impact = fault_impact(events, states, produce, runs).cache()
     return Analysis(
         runs=runs, bounds=bounds, codes=codes, status=decode_status(codes, keys), counts=counts_df,
         reordered=reordered_df, lost=lost_messages(codes, keys),
         phases=phases, end_to_end=e2e, per_second=per_second(produce, runs), errors=errors(produce),
         segments=leadership_segments(states), health=health_time(states), unavailability=unavailable, faults=impact,
-        summary=summarize(runs, counts_df, reordered_df, phases, e2e, unavailable, impact))
+        summary=summarize(runs, counts_df, reordered_df, phases, e2e, unavailable, impact,
+                          steadiness(produce, bounds)))

@@ -42,11 +42,17 @@ RUNS = T.StructType([
     T.StructField("partitions", T.LongType()),
     T.StructField("message_size", T.LongType()),
     T.StructField("fault", T.StringType()),
+    T.StructField("fault_schedule", T.ArrayType(T.StructType([
+        T.StructField("kind", T.StringType()), T.StructField("target", T.StringType()),
+        T.StructField("at_s", T.DoubleType()), T.StructField("heal_at_s", T.DoubleType())]))),
     T.StructField("load_start_ns", T.LongType()),
     T.StructField("measured_from_ns", T.LongType()),
     T.StructField("load_end_ns", T.LongType()),
     T.StructField("valid", T.BooleanType()),
+    T.StructField("invalid_reasons", T.ArrayType(T.StringType())),
 ])
+
+RUNS_SCALARS = T.StructType([f for f in RUNS.fields if not isinstance(f.dataType, T.ArrayType)])
 
 # events.jsonl: the fields the analysis uses; other fields of an event are ignored.
 EVENTS = T.StructType([

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import dataclasses
+import json
 from pathlib import Path
 from urllib.parse import urlparse
 
@@ -38,7 +39,12 @@ def local_directory(root: str) -> Path | None:
 
 
 def summary_rows(data: ReportData) -> list[dict]:
-    return [{**{c: r.summary[c] for c in metrics.SUMMARY_COLUMNS}, "verdict": r.verdict} for r in data.runs]
+    """One flat row per run (lists as "; "-separated text, so CSV and Parquet hold the same)."""
+    rows = [{**{c: r.summary[c] for c in metrics.SUMMARY_COLUMNS}, "verdict": r.verdict} for r in data.runs]
+    for row in rows:
+        row["invalid_reasons"] = "; ".join(row["invalid_reasons"] or [])
+        row["fault_schedule"] = json.dumps(row["fault_schedule"] or [])
+    return rows
 
 
 def write(data: ReportData, out_dir: Path) -> Report:

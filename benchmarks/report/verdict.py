@@ -7,8 +7,6 @@ lowest p99 the latency baseline; only the settings that differ are named."""
 
 from __future__ import annotations
 
-import re
-
 from typing import Any
 
 SETTINGS = (("acks", "acks={}"), ("replication_factor", "RF {}"), ("min_insync_replicas", "min ISR {}"),
@@ -35,7 +33,12 @@ def verdict(row: dict[str, Any], peers: list[dict[str, Any]]) -> tuple[str, str]
     (writes refused or unconfirmed, invalid run) or good."""
     parts, severity = [], "good"
     if not row["valid"]:
-        parts.append("INVALID run (effective config differs from the scenario)")
+        parts.append(f"INVALID run ({'; '.join(row['invalid_reasons'] or ['reason not recorded'])})")
+        severity = "warn"
+    if row["steady"] is False:  # None: too short to judge
+        parts.append(f"NOT STEADY before any fault (p99 {row['steady_p99_first_ms'] or 0:,.0f} ms in its first third, "
+                     f"{row['steady_p99_last_ms'] or 0:,.0f} ms in its last; "
+                     f"{row['steady_acked_share'] or 0:.1%} of its sends acknowledged)")
         severity = "warn"
     if row["lost"]:
         parts.append(f"{_plural(row['lost'], 'acknowledged message')} LOST")
@@ -65,14 +68,16 @@ def verdict(row: dict[str, Any], peers: list[dict[str, Any]]) -> tuple[str, str]
     else:
         quickest = min((p for p in same if p["latency_p99_ms"] is not None), key=lambda p: p["latency_p99_ms"], default=None)
         mine = row["latency_p99_ms"]
-        if quickest and mine is not None and quickest["latency_p99_ms"] > 0 and mine > LATENCY_MARGIN * quickest["latency_p99_ms"]:
-            parts.append(f"p99 latency {mine / quickest['latency_p99_ms']:.1f}x that of "
-                         f"{describe_difference(row, quickest)} ({mine:,.0f} ms vs {quickest['latency_p99_ms']:,.0f} ms)")
-    if row["fault"] != "none":
-        # "broker-kill (broker 1) at 5 s, healed at 25 s; host-partition (leader of 0; ports 9092) at 35 s"
-        faults = [label.split(" at ")[0] for label in re.split(r"; (?=[a-z]+-[a-z]+\b)", row["fault"])]
+        if quickest and mine is not None and (best := quickest["latency_p99_ms"]) > 0 and mine > LATENCY_MARGIN * best:
+            parts.append(f"p99 latency {mine / best:.1f}x that of "
+                         f"{describe_difference(row, quickest)} ({mine:,.0f} ms vs {best:,.0f} ms)")
+    if row["fault_schedule"]:
+        faults = [f"{f['kind']} ({f['target']})" if f["target"] else f["kind"] for f in row["fault_schedule"]]
         during = faults[0] if len(faults) == 1 else ", ".join(faults[:-1]) + " and " + faults[-1]
         parts.append(f"{row['unavailable_in_fault_s']:.1f} s without acks on the worst partition during {during}")
+        if row["leaderless_s"]:
+            parts.append(f"partition {row['leaderless_partition']} had no leader ({row['leaderless_s']:.1f} s "
+                         "without acks while leaderless)")
         if row["new_leader_s"] is not None:
             parts.append(f"new leader after {row['new_leader_s']:.1f} s")
     return "; ".join(parts), severity

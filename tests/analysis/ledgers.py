@@ -66,8 +66,10 @@ def _isr_p1(t: int) -> tuple[int | None, str]:
 
 def frames(spark):
     """(runs, events, produce, consume, timeline) DataFrames of the run."""
-    runs = spark.createDataFrame([(RUN, "hand-built", "a hand-built run", "all", 3, 2, False, 2, 100, "broker-kill (leader of 0) at 3 s",
-                                   ns(0), ns(1), ns(10), True)], schemas.RUNS)
+    runs = spark.createDataFrame([(RUN, "hand-built", "a hand-built run", "all", 3, 2, False, 2, 100,
+                                   "broker-kill (leader of 0) at 3 s",
+                                   [{"kind": "broker-kill", "target": "leader of 0", "at_s": 3.0, "heal_at_s": None}],
+                                   ns(0), ns(1), ns(10), True, [])], schemas.RUNS)
     events = spark.createDataFrame([
         (RUN, ns(0), "run-start", None, None, None, None, None),
         (RUN, ns(3.9), "fault-intent", "f1", "broker-kill", 1, "leader of 0", None),

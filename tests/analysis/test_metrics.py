@@ -145,6 +145,14 @@ def test_fault_impact(spark, analysis):
     assertDataFrameEqual(got, expected, rtol=1e-9)
 
 
+def test_a_leader_elected_after_the_load_is_no_failover(spark):
+    """The same run, had its load ended at 5.5 s: partition 0's new leader (6 s) came after it."""
+    runs, events, produce, consume, timeline = ledgers.frames(spark)
+    runs = runs.withColumn("load_end_ns", F.lit(ledgers.ns(5.5)))
+    impact = metrics.fault_impact(events, metrics.partition_states(timeline, runs), produce, runs)
+    assert {r.partition: r.new_leader_s for r in impact.collect()} == {0: None, 1: None}
+
+
 def test_summary_row(analysis):
     (row,) = analysis.summary.collect()
     assert tuple(row.asDict()) == metrics.SUMMARY_COLUMNS

@@ -66,7 +66,8 @@ def test_summary_files(sweep):
     table = pq.read_table(root / "summary.parquet")
     assert table.num_rows == 1 and table.column("lost").to_pylist() == [1]
     with open(report.lost, newline="") as handle:
-        assert [(r["status"], r["producer"], r["seq"]) for r in csv.DictReader(handle)] == [("lost", "0", "3"), ("unseen", "0", "13")]
+        assert [(r["status"], r["producer"], r["seq"]) for r in csv.DictReader(handle)] == [
+            ("lost", "0", "3"), ("unseen", "0", "13")]
 
 
 def test_a_single_run_directory_is_a_report_too(spark, sweep):

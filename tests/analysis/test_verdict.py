@@ -5,11 +5,19 @@ from __future__ import annotations
 from benchmarks.report.verdict import verdict
 
 
+def entry(kind, target, at_s, heal_at_s=None):
+    return {"kind": kind, "target": target, "at_s": float(at_s), "heal_at_s": heal_at_s}
+
+
 def row(**over):
     base = {"run_id": "a", "scenario": "s", "acks": "all", "replication_factor": 3, "min_insync_replicas": 2,
-            "unclean_leader_election": False, "fault": "none", "lost": 0, "unseen": 0, "failed": 0, "indeterminate": 0,
+            "unclean_leader_election": False, "fault": "none", "fault_schedule": [], "lost": 0, "unseen": 0, "failed": 0,
+            "indeterminate": 0,
             "failed_delivered": 0, "indeterminate_delivered": 0, "duplicates": 0, "throughput_msgs_s": 1000.0,
-            "latency_p99_ms": 10.0, "unavailable_in_fault_s": 0.0, "new_leader_s": None, "valid": True}
+            "latency_p99_ms": 10.0, "unavailable_in_fault_s": 0.0, "new_leader_s": None, "leaderless_s": None,
+            "leaderless_partition": None, "valid": True,
+            "steady": True, "steady_p99_first_ms": 9.0, "steady_p99_last_ms": 8.0, "steady_acked_share": 1.0,
+            "invalid_reasons": []}
     return {**base, **over}
 
 
@@ -29,7 +37,8 @@ def test_latency_is_named_when_throughput_is_the_same():
 
 def test_loss_and_fault_figures():
     r = row(lost=4580, acks="1", failed=2, indeterminate=3, indeterminate_delivered=1,
-            fault="broker-kill (leader of 0) at 6 s", unavailable_in_fault_s=9.83, new_leader_s=9.4)
+            fault="broker-kill (leader of 0) at 6 s", fault_schedule=[entry("broker-kill", "leader of 0", 6)],
+            unavailable_in_fault_s=9.83, new_leader_s=9.4)
     text, severity = verdict(r, [r])
     assert text == ("4,580 acknowledged messages LOST; 2 sends failed and 3 sends unconfirmed (1 of them written anyway); "
                     "9.8 s without acks on the worst partition during broker-kill (leader of 0); new leader after 9.4 s")
@@ -38,7 +47,9 @@ def test_loss_and_fault_figures():
 
 def test_every_fault_of_a_schedule_is_named():
     r = row(fault="broker-kill (broker 1) at 5 s, healed at 25 s; host-partition (leader of 0; ports 9092) at 35 s, "
-                  "healed at 75 s", unavailable_in_fault_s=58.04, new_leader_s=29.0)
+                  "healed at 75 s", fault_schedule=[entry("broker-kill", "broker 1", 5, 25),
+                                                    entry("host-partition", "leader of 0; ports 9092", 35, 75)],
+            unavailable_in_fault_s=58.04, new_leader_s=29.0)
     text, _ = verdict(r, [r])
     assert text == ("0 lost; 58.0 s without acks on the worst partition during broker-kill (broker 1) and "
                     "host-partition (leader of 0; ports 9092); new leader after 29.0 s")
@@ -50,7 +61,37 @@ def test_unseen_writes_are_missing_and_bad():
     assert severity == "bad"
 
 
-def test_invalid_runs_warn():
-    text, severity = verdict(row(valid=False), [])
-    assert text == "INVALID run (effective config differs from the scenario); 0 lost"
+def test_invalid_runs_warn_with_their_recorded_reasons():
+    text, severity = verdict(row(valid=False, invalid_reasons=["producer 1 exited with signal 9"]), [])
+    assert text == "INVALID run (producer 1 exited with signal 9); 0 lost"
     assert severity == "warn"
+    text, _ = verdict(row(valid=False, invalid_reasons=["topic min.insync.replicas is 1, scenario says 2",
+                                                        "faults[0] (broker-kill) inject failed: no live broker to target"]), [])
+    assert text.startswith("INVALID run (topic min.insync.replicas is 1, scenario says 2; faults[0] (broker-kill) "
+                           "inject failed: no live broker to target)")
+
+
+def test_a_leaderless_partition_is_named_and_no_failover_is_claimed():
+    """python-two-brokers-down: both replicas of one partition stopped; no leader while the load ran."""
+    r = row(fault="broker-stop (broker 2) at 4 s; broker-stop (broker 1) at 8 s",
+            fault_schedule=[entry("broker-stop", "broker 2", 4), entry("broker-stop", "broker 1", 8)],
+            unavailable_in_fault_s=22.0,
+            leaderless_partition=2, leaderless_s=21.5, new_leader_s=None)
+    text, _ = verdict(r, [r])
+    assert text == ("0 lost; 22.0 s without acks on the worst partition during broker-stop (broker 2) and "
+                    "broker-stop (broker 1); partition 2 had no leader (21.5 s without acks while leaderless)")
+
+
+def test_a_run_whose_steady_phase_was_not_steady_is_flagged_never_good():
+    text, severity = verdict(row(steady=False, steady_p99_first_ms=1044.0, steady_p99_last_ms=7.2,
+                                 steady_acked_share=1.0), [])
+    assert text == ("NOT STEADY before any fault (p99 1,044 ms in its first third, 7 ms in its last; 100.0% of its "
+                    "sends acknowledged); 0 lost")
+    assert severity == "warn"
+    assert verdict(row(steady=None), [])[1] == "good"  # too short to judge: nothing claimed either way
+
+
+def test_a_fault_of_every_server_is_named_by_its_kind_alone():
+    r = row(fault="zookeeper-stop at 5 s, healed at 15 s", fault_schedule=[entry("zookeeper-stop", "", 5, 15)],
+            unavailable_in_fault_s=0.0)
+    assert verdict(r, [r])[0] == "0 lost; 0.0 s without acks on the worst partition during zookeeper-stop"

@@ -1,0 +1,52 @@
+"""Is the steady phase steady? (The phase before the first fault, or the whole measured phase
+of a run without one.) A run whose cluster was still settling reads as the cost of its
+settings: acks=all with seconds of p99 on a quiet cluster, say. So the phase is tested, and a
+run that fails is flagged in its verdict and in summary.csv, never "good":
+
+- **trend**: the p99 latency (from the intended send) of the messages intended in the phase's
+  first third is at most `TREND_FACTOR` times that of its last third, or within `TREND_FLOOR_MS`
+  of it (a few milliseconds of jitter at low latency are no trend);
+- **acked vs offered**: at least `ACKED_SHARE` of the messages intended in the phase were
+  acknowledged (without a fault, an open-loop load that is not acknowledged is not steady).
+
+A phase shorter than `MIN_STEADY_S` is not judged (steady is null).
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from benchmarks.analysis.percentiles import percentiles
+
+TREND_FACTOR = 3.0
+TREND_FLOOR_MS = 50.0
+ACKED_SHARE = 0.99
+MIN_STEADY_S = 3.0
+
+COLUMNS = ("run_id", "steady_s", "steady_acked_share", "steady_p99_first_ms", "steady_p99_last_ms", "steady")
+
+
+def steadiness(produce: DataFrame, bounds: DataFrame) -> DataFrame:
+    """One row per run with COLUMNS. `bounds` as metrics.phase_bounds gives them."""
+    end = F.coalesce(F.least(F.col("fault_start_ns"), F.col("load_end_ns")), F.col("load_end_ns"))
+    phase = bounds.select("run_id", F.col("measured_from_ns").alias("_from"), end.alias("_to"))
+    third = (F.col("_to") - F.col("_from")) / 3
+    inside = (produce.join(F.broadcast(phase), on="run_id", how="inner")
+              .filter((F.col("intended_ns") >= F.col("_from")) & (F.col("intended_ns") < F.col("_to")))
+              .withColumn("_third", F.floor((F.col("intended_ns") - F.col("_from")) / third).cast("int")))
+    shares = inside.groupBy("run_id").agg(
+        (F.sum(F.when(F.col("outcome") == "acked", 1).otherwise(0)) / F.count("*")).alias("steady_acked_share"))
+    acked = (inside.filter((F.col("outcome") == "acked") & F.col("_third").isin(0, 2))
+             .withColumn("_lat", (F.col("ack_ns") - F.col("intended_ns")) / 1e6))
+    p99 = (percentiles(acked, ["run_id", "_third"], "_lat", "lat").groupBy("run_id")
+           .agg(F.max(F.when(F.col("_third") == 0, F.col("lat_p99_ms"))).alias("steady_p99_first_ms"),
+                F.max(F.when(F.col("_third") == 2, F.col("lat_p99_ms"))).alias("steady_p99_last_ms")))
+    first, last = F.col("steady_p99_first_ms"), F.col("steady_p99_last_ms")
+    no_trend = (first <= TREND_FACTOR * last) | (first <= last + TREND_FLOOR_MS)
+    judged = F.col("steady_s") >= MIN_STEADY_S
+    return (phase.withColumn("steady_s", (F.col("_to") - F.col("_from")) / 1e9)
+            .join(shares, on="run_id", how="left").join(p99, on="run_id", how="left")
+            .withColumn("steady", F.when(judged, F.coalesce(no_trend & (F.col("steady_acked_share") >= ACKED_SHARE),
+                                                            F.lit(False))))
+            .select(*COLUMNS))

@@ -1,0 +1,62 @@
+"""The steadiness check of the steady phase: trend and acked vs offered, exactly."""
+
+from __future__ import annotations
+
+import pytest
+from pyspark.testing import assertDataFrameEqual
+
+from benchmarks.analysis import metrics, schemas, steadiness
+from tests.analysis import ledgers
+from tests.analysis.ledgers import RUN, ns
+
+pytestmark = pytest.mark.spark
+
+
+def produced(spark, rows):
+    """(seq, intended s, ack s or None) -> produce ledger rows of one producer."""
+    return spark.createDataFrame(
+        [(RUN, 0, seq, 0, ns(t), ns(t), ns(ack), "acked" if ack is not None else "indeterminate",
+          0 if ack is not None else None, seq if ack is not None else None,
+          None if ack is not None else "_MSG_TIMED_OUT") for seq, t, ack in rows], schemas.PRODUCE)
+
+
+def bounds(spark, fault_start=None, load_end=10.0):
+    return spark.createDataFrame([(RUN, ns(0), ns(1), ns(fault_start), None, ns(load_end))],
+                                 "run_id string, load_start_ns long, measured_from_ns long, fault_start_ns long, "
+                                 "fault_end_ns long, load_end_ns long")
+
+
+def test_the_hand_built_run_was_steady_before_its_fault(spark):
+    runs, events, produce, _, _ = ledgers.frames(spark)
+    got = steadiness.steadiness(produce, metrics.phase_bounds(runs, events))
+    # Steady phase 1-4 s: first third only seq 1 (20 ms), last third seq 4 (10 ms) and 5 (50 ms).
+    expected = spark.createDataFrame([(RUN, 3.0, 1.0, 20.0, 50.0, True)],
+                                     "run_id string, steady_s double, steady_acked_share double, "
+                                     "steady_p99_first_ms double, steady_p99_last_ms double, steady boolean")
+    assertDataFrameEqual(got, expected, rtol=1e-3)
+
+
+def test_a_start_of_run_transient_is_not_steady(spark):
+    """durability-034 as seen: a second of latency at the start, milliseconds later."""
+    rows = [(i, 1 + i * 0.1, 1 + i * 0.1 + (1.0 if i < 30 else 0.007)) for i in range(90)]
+    [row] = steadiness.steadiness(produced(spark, rows), bounds(spark)).collect()
+    assert (row.steady, row.steady_acked_share) == (False, 1.0)
+    assert row.steady_p99_first_ms == pytest.approx(1000, rel=1e-3)
+    assert row.steady_p99_last_ms == pytest.approx(7, rel=1e-3)
+
+
+def test_sends_not_acknowledged_without_a_fault_are_not_steady(spark):
+    rows = [(i, 1 + i * 0.1, None if i % 10 == 0 else 1 + i * 0.1 + 0.005) for i in range(90)]
+    [row] = steadiness.steadiness(produced(spark, rows), bounds(spark)).collect()
+    assert (row.steady, row.steady_acked_share) == (False, pytest.approx(0.9))
+
+
+def test_jitter_at_low_latency_is_no_trend_and_a_short_phase_is_not_judged(spark):
+    rows = [(i, 1 + i * 0.1, 1 + i * 0.1 + (0.015 if i < 30 else 0.003)) for i in range(90)]
+    [row] = steadiness.steadiness(produced(spark, rows), bounds(spark)).collect()
+    assert row.steady is True  # 15 ms vs 3 ms: 5x, but within TREND_FLOOR_MS
+    seed = [(i, 1 + i * 0.1, 1 + i * 0.1 + (0.053 if i < 30 else 0.017)) for i in range(90)]
+    [one_broker_down] = steadiness.steadiness(produced(spark, seed), bounds(spark)).collect()
+    assert one_broker_down.steady is True  # python-one-broker-down as measured: 53 ms, then 17 ms
+    [short] = steadiness.steadiness(produced(spark, rows), bounds(spark, fault_start=2.5)).collect()
+    assert short.steady is None and short.steady_s == pytest.approx(1.5)
