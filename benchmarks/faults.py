@@ -12,7 +12,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import random
 import re
 import time
 import uuid
@@ -22,24 +21,9 @@ from typing import Any
 
 from benchmarks import paths
 from benchmarks.ansible import PlaybookResult, PlaybookRunner, summarize_failures
-from benchmarks.cluster import ClusterStatus
-from benchmarks.inventory import ClusterInventory
-from benchmarks.scenario import FaultTarget
+from benchmarks.fault_kinds import FaultError, spec_of
 
-PLAYBOOKS = {
-    "broker-kill": "faults/broker-kill.yml",
-    "broker-stop": "faults/broker-stop.yml",
-    "broker-pause": "faults/broker-pause.yml",
-    "broker-restart": "faults/broker-restart.yml",
-    "zookeeper-stop": "faults/zookeeper-stop.yml",
-    "host-isolate": "faults/host-isolate.yml",
-    "host-partition": "faults/host-partition.yml",
-}
-
-
-class FaultError(RuntimeError):
-    pass
-
+__all__ = ["AnsibleFaultInjector", "FaultError", "FaultRecord", "HealReport", "Journal", "heal"]
 
 @dataclasses.dataclass(frozen=True)
 class FaultRecord:
@@ -50,42 +34,6 @@ class FaultRecord:
     inventory: str
     reason: str  # how the target was chosen ("broker 1", "leader of partition 0: broker 2", ...)
     extravars: dict[str, Any] = dataclasses.field(default_factory=dict)  # the fault's options, for its playbook
-
-
-def resolve_target(kind: str, target: FaultTarget, inventory: ClusterInventory, status: ClusterStatus | None,
-                   topic: str, rng: random.Random, exclude: frozenset[int] = frozenset()
-                   ) -> tuple[tuple[str, ...], int | None, str]:
-    """The inventory hosts a fault applies to, the broker id, and why it was chosen. Brokers in
-    `exclude` (already under a fault) are not picked as a follower or at random."""
-    if kind == "zookeeper-stop":
-        return tuple(z.name for z in inventory.zookeepers), None, "every ZooKeeper server"
-    if target.broker is not None:
-        broker, reason = inventory.broker(target.broker), f"broker {target.broker}"
-    elif target.controller:
-        if status is None or status.controller_id is None:
-            raise FaultError("the cluster reports no controller to target")
-        broker, reason = inventory.broker(status.controller_id), f"controller: broker {status.controller_id}"
-    elif target.leader_of is not None:
-        led = next((p for p in (status.topic(topic) if status else []) if p.partition == target.leader_of), None)
-        leader = led.leader if led else None
-        if leader is None:
-            raise FaultError(f"partition {topic}-{target.leader_of} has no leader to target")
-        broker, reason = inventory.broker(leader), f"leader of {topic}-{target.leader_of}: broker {leader}"
-    elif target.follower_of is not None:
-        part = next((p for p in (status.topic(topic) if status else []) if p.partition == target.follower_of), None)
-        live = {b.broker_id for b in status.brokers if b.alive} if status else set()
-        followers = [r for r in part.replicas if r != part.leader and r in live and r not in exclude] if part else []
-        if not followers:
-            raise FaultError(f"partition {topic}-{target.follower_of} has no live follower to target")
-        broker, reason = inventory.broker(followers[0]), f"follower of {topic}-{target.follower_of}: broker {followers[0]}"
-    else:
-        alive = [b for b in inventory.brokers if b.broker_id not in exclude and (status is None or
-                 any(s.broker_id == b.broker_id and s.alive for s in status.brokers))]
-        if not alive:
-            raise FaultError("no live broker to target")
-        broker = rng.choice(alive)
-        reason = f"random: broker {broker.broker_id}"
-    return (broker.name,), broker.broker_id, reason
 
 
 class Journal:
@@ -147,8 +95,7 @@ class AnsibleFaultInjector:
 
     def new_record(self, kind: str, hosts: Iterable[str], broker_id: int | None, reason: str,
                    extravars: dict[str, Any] | None = None) -> FaultRecord:
-        if kind not in PLAYBOOKS:
-            raise FaultError(f"unknown fault {kind!r}; known: {', '.join(PLAYBOOKS)}")
+        spec_of(kind)  # a kind there is no spec of is refused before anything is journaled
         return FaultRecord(uuid.uuid4().hex[:12], kind, tuple(hosts), broker_id,
                            str(self.inventory_path.resolve()), reason, dict(extravars or {}))
 
@@ -156,7 +103,7 @@ class AnsibleFaultInjector:
         """Run the fault's playbook; returns when the control script acted (wall clock, s), if it did.
         With `not_before_ns`, the playbook may start early: the host acts no earlier than that."""
         timing = {"fault_not_before_ns": str(not_before_ns)} if not_before_ns else {}
-        result = self.runner.run(PLAYBOOKS[record.kind], self.inventory_path,
+        result = self.runner.run(spec_of(record.kind).playbook, self.inventory_path,
                                  extravars={**record.extravars, **timing, "fault_phase": phase},
                                  limit=",".join(record.hosts))
         if not result.ok:
@@ -192,8 +139,7 @@ def heal(runner: PlaybookRunner, inventory_path: Path, journal: Journal | None =
     """Revert every outstanding fault of this inventory, then start whatever is still down."""
     injector = AnsibleFaultInjector(runner, inventory_path, journal)
     outstanding = injector.journal.outstanding(str(Path(inventory_path).resolve()))
-    # ZooKeeper first: brokers cannot register without it.
-    outstanding.sort(key=lambda r: r.kind != "zookeeper-stop")
+    outstanding.sort(key=lambda r: spec_of(r.kind).heal_order)  # e.g. ZooKeeper before the brokers
     for record in outstanding:
         injector.revert(record)
     start = runner.run("start.yml", inventory_path) if ensure_started else None

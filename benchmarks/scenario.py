@@ -13,20 +13,18 @@ import dataclasses
 import itertools
 import re
 from pathlib import Path
-from typing import Annotated, Any, Literal, get_args
+from typing import Annotated, Any
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from benchmarks.fault_kinds import KINDS, Fault, Strict
 
 NAME = r"^[a-z0-9][a-z0-9._-]*$"
 
 
 class ScenarioError(ValueError):
     """A scenario file is invalid; the message names file, field and allowed values."""
-
-
-class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
 
 class ConsumerGroup(Strict):
@@ -90,70 +88,6 @@ class ClientProfile(Strict):
         return "all" if acks == "-1" else acks
 
 
-class FaultTarget(Strict):
-    """Exactly one of: a broker id, the leader or a follower of a partition, the controller, or random."""
-
-    broker: Annotated[int, Field(ge=0)] | None = None
-    leader_of: Annotated[int, Field(ge=0)] | None = None  # partition of the workload's topic
-    follower_of: Annotated[int, Field(ge=0)] | None = None  # a live replica of that partition that does not lead it
-    controller: bool = False
-    random: bool = False
-    seed: int | None = None  # for random; recorded in the run either way
-
-    @model_validator(mode="after")
-    def _exactly_one(self) -> FaultTarget:
-        chosen = [self.broker is not None, self.leader_of is not None, self.follower_of is not None,
-                  self.controller, self.random]
-        if sum(chosen) != 1:
-            raise ValueError("set exactly one of broker, leader_of, follower_of, controller: true, random: true")
-        return self
-
-
-class Fault(Strict):
-    kind: Literal["broker-kill", "broker-stop", "broker-pause", "broker-restart", "zookeeper-stop",
-                  "host-isolate", "host-partition"]
-    at_s: Annotated[float, Field(ge=0)]  # seconds into the measured phase
-    heal_at_s: Annotated[float, Field(ge=0)] | None = None  # None: healed at the end of the run
-    target: FaultTarget = FaultTarget(random=True)
-    # host-partition only: cut just these TCP ports between the target's host and the others
-    # (e.g. [9092]: Kafka traffic, while ZooKeeper's keeps flowing); empty cuts everything.
-    ports: list[Annotated[int, Field(ge=1, le=65535)]] = []
-
-    @property
-    def target_words(self) -> str:
-        """The target in words ("leader of 0", "broker 1; ports 9092"); empty for a fault of every server."""
-        t = self.target
-        target = ("" if self.kind == "zookeeper-stop" else
-                  f"broker {t.broker}" if t.broker is not None else
-                  f"leader of {t.leader_of}" if t.leader_of is not None else
-                  f"a follower of {t.follower_of}" if t.follower_of is not None else
-                  "controller" if t.controller else "random broker")
-        if self.ports:
-            target += f"; ports {', '.join(map(str, self.ports))}"
-        return target
-
-    @property
-    def label(self) -> str:
-        """The fault in words, for people: "broker-kill (leader of 0) at 6 s, healed at 12 s"."""
-        target = self.target_words
-        healed = f", healed at {self.heal_at_s:g} s" if self.heal_at_s is not None else ""
-        return f"{self.kind}{f' ({target})' if target else ''} at {self.at_s:g} s{healed}"
-
-    def schedule_entry(self) -> dict[str, Any]:
-        """The fault as data, as the run records it (summary.json's fault_schedule)."""
-        return {"kind": self.kind, "target": self.target_words, "at_s": self.at_s, "heal_at_s": self.heal_at_s}
-
-    @model_validator(mode="after")
-    def _heal_after_inject(self) -> Fault:
-        if self.heal_at_s is not None and self.heal_at_s <= self.at_s:
-            raise ValueError(f"heal_at_s ({self.heal_at_s}) must come after at_s ({self.at_s})")
-        if self.kind == "zookeeper-stop" and self.target != FaultTarget(random=True):
-            raise ValueError("zookeeper-stop takes no target: it stops every ZooKeeper server")
-        if self.ports and self.kind != "host-partition":
-            raise ValueError(f"ports applies to host-partition only, not to {self.kind}")
-        return self
-
-
 class Scenario(Strict):
     name: Annotated[str, Field(pattern=NAME)]
     description: str = ""
@@ -173,11 +107,8 @@ class Scenario(Strict):
         for index, fault in enumerate(self.faults):
             if fault.at_s >= w.duration_s:
                 raise ValueError(f"faults[{index}].at_s ({fault.at_s}) must fall inside workload.duration_s ({w.duration_s})")
-            for field in ("leader_of", "follower_of"):
-                partition = getattr(fault.target, field)
-                if partition is not None and partition >= w.partitions:
-                    raise ValueError(f"faults[{index}].target.{field} ({partition}) is not a partition "
-                                     f"of a {w.partitions}-partition topic")
+            for field, message in fault.workload_errors(w.partitions):
+                raise ValueError(f"faults[{index}].{field} {message}")
         return self
 
     @property
@@ -217,17 +148,29 @@ class ScenarioFile(Strict):
         return value
 
 
+def _one_of(names: list[str]) -> str:
+    quoted = [repr(n) for n in names]
+    return ", ".join(quoted[:-1]) + f" or {quoted[-1]}" if len(quoted) > 1 else "".join(quoted)
+
+
 def _format(exc: ValidationError, source: str, prefix: str = "") -> str:
     lines = []
     for error in exc.errors():
-        loc = ".".join(str(p) for p in error["loc"] if not str(p).startswith("function-after"))
-        loc = re.sub(r"\.(\d+)(?=\.|$)", r"[\1]", loc)
+        # A fault's path holds its kind (the union's tag) after its index: not a key of the file.
+        parts = [str(p) for p in error["loc"] if not str(p).startswith("function-") and str(p) not in KINDS]
+        if error["type"] in ("union_tag_invalid", "union_tag_not_found"):
+            parts.append("kind")
+        loc = re.sub(r"\.(\d+)(?=\.|$)", r"[\1]", ".".join(parts))
         field = f"{prefix}{loc}" if loc else prefix.rstrip(".") or "(top level)"
-        message = error["msg"]
+        message = error["msg"].removeprefix("Value error, ")
         if error["type"] == "extra_forbidden":
             message = "unknown key"
         elif error["type"] == "literal_error":
             message = f"must be one of {error['ctx']['expected']} (got {error['input']!r})"
+        elif error["type"] == "union_tag_invalid":
+            message = f"must be one of {_one_of(list(KINDS))} (got {error['ctx']['tag']!r})"
+        elif error["type"] == "union_tag_not_found":
+            message = f"required: one of {_one_of(list(KINDS))}"
         lines.append(f"{source}: {field}: {message}")
     return "\n".join(lines)
 
@@ -241,9 +184,6 @@ def _set_path(doc: dict[str, Any], path: str, value: Any) -> None:
         _set_path(doc.setdefault(head, {}), rest, value)
     else:
         doc[head] = value
-
-
-NETWORK_FAULTS = ("host-isolate", "host-partition")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -270,20 +210,18 @@ def _impossible(raw: dict[str, Any], cluster: ClusterShape | None) -> tuple[str,
 
 
 def _cluster_errors(run: Run, source: str, cluster: ClusterShape) -> list[str]:
-    """Faults this inventory cannot carry out: targets it has no broker for, network faults on one address."""
+    """Faults this inventory cannot carry out: targets it has no server for, faults that need
+    hosts of their own on an inventory that runs every broker on one address."""
     errors = []
     where = f" (sweep point {run.point})" if run.point else ""
     for index, fault in enumerate(run.scenario.faults if run.scenario else []):
         field = f"{source}{where}: scenario.faults[{index}]"
-        if fault.target.broker is not None and fault.target.broker not in cluster.broker_ids:
-            errors.append(f"{field}.target.broker: {fault.target.broker} is not a broker of the inventory; allowed: "
-                          + ", ".join(map(str, cluster.broker_ids)))
-        if cluster.hosts < 2 and fault.kind in NETWORK_FAULTS:
+        errors += [f"{field}.{name}: {message}" for name, message in fault.inventory_errors(cluster.broker_ids)]
+        if cluster.hosts < 2 and fault.needs_own_addresses:
             errors.append(f"{field}.kind: {fault.kind} needs brokers on hosts with "
                           "addresses of their own (inventories/lab, Vagrant or real hosts); this inventory "
                           "runs every broker on one address, so allowed here: "
-                          + ", ".join(k for k in get_args(Fault.model_fields["kind"].annotation)
-                                      if k not in NETWORK_FAULTS))
+                          + ", ".join(kind for kind, spec in KINDS.items() if not spec.needs_own_addresses))
     return errors
 
 

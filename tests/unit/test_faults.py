@@ -5,14 +5,16 @@ from __future__ import annotations
 import random
 
 import pytest
+from pydantic import TypeAdapter
 
 from benchmarks import faults, inventory
 from benchmarks.ansible import PlaybookResult
 from benchmarks.cluster import BrokerState, ClusterStatus, PartitionState
-from benchmarks.scenario import FaultTarget
-from tests.conftest import LOCAL_INVENTORY
+from benchmarks.fault_kinds import KINDS, Fault, Resolved, Situation, spec_of
+from tests.conftest import LOCAL_INVENTORY, ROOT
 
 INV = inventory.load(LOCAL_INVENTORY)
+FAULT: TypeAdapter = TypeAdapter(Fault)
 
 
 def status(alive=(0, 1, 2), controller=1, leaders=(2, 0, 1)):
@@ -31,38 +33,55 @@ class FakeRunner:
         return PlaybookResult(playbook, rc, "failed" if rc else "successful", {"changed": {}}, [], 0.1)
 
 
+def spec(**fault):
+    return FAULT.validate_python({"at_s": 1, **fault})
+
+
+def resolve(fault, status_now=None, rng=None, exclude=frozenset()):
+    return fault.resolve(Situation(INV, status_now, "t", rng or random.Random(1), exclude))
+
+
 @pytest.mark.parametrize("target, hosts, broker, reason", [
-    (FaultTarget(broker=2), ("broker2",), 2, "broker 2"),
-    (FaultTarget(controller=True), ("broker1",), 1, "controller: broker 1"),
-    (FaultTarget(leader_of=1), ("broker0",), 0, "leader of t-1: broker 0"),
-    (FaultTarget(follower_of=1), ("broker1",), 1, "follower of t-1: broker 1"),
+    ({"broker": 2}, ("broker2",), 2, "broker 2"),
+    ({"controller": True}, ("broker1",), 1, "controller: broker 1"),
+    ({"leader_of": 1}, ("broker0",), 0, "leader of t-1: broker 0"),
+    ({"follower_of": 1}, ("broker1",), 1, "follower of t-1: broker 1"),
 ])
 def test_targets_resolve_to_inventory_hosts(target, hosts, broker, reason):
-    assert faults.resolve_target("broker-kill", target, INV, status(), "t", random.Random(1)) == (hosts, broker, reason)
+    assert resolve(spec(kind="broker-kill", target=target), status()) == Resolved(hosts, broker, reason)
 
 
 def test_second_follower_fault_picks_the_other_follower():
-    first = faults.resolve_target("broker-pause", FaultTarget(follower_of=0), INV, status(), "t", random.Random())
-    second = faults.resolve_target("broker-pause", FaultTarget(follower_of=0), INV, status(), "t", random.Random(),
-                                   exclude=frozenset({first[1]}))
-    assert (first[1], second[1]) == (0, 1)
+    pause = spec(kind="broker-pause", target={"follower_of": 0})
+    first = resolve(pause, status())
+    second = resolve(pause, status(), exclude=frozenset({first.broker_id}))
+    assert (first.broker_id, second.broker_id) == (0, 1)
     with pytest.raises(faults.FaultError, match="no live follower"):
-        faults.resolve_target("broker-pause", FaultTarget(follower_of=0), INV, status(), "t", random.Random(),
-                              exclude=frozenset({0, 1}))
+        resolve(pause, status(), exclude=frozenset({0, 1}))
 
 
 def test_random_target_is_seeded_and_only_picks_live_brokers():
-    picks = {faults.resolve_target("broker-kill", FaultTarget(random=True), INV, status(alive=(0, 2)), "t",
-                                   random.Random(seed))[1] for seed in range(20)}
+    kill = spec(kind="broker-kill")
+    picks = {resolve(kill, status(alive=(0, 2)), random.Random(seed)).broker_id for seed in range(20)}
     assert picks == {0, 2}
-    one = faults.resolve_target("broker-kill", FaultTarget(random=True), INV, status(), "t", random.Random(7))
-    assert one == faults.resolve_target("broker-kill", FaultTarget(random=True), INV, status(), "t", random.Random(7))
+    assert resolve(kill, status(), random.Random(7)) == resolve(kill, status(), random.Random(7))
 
 
 def test_zookeeper_stop_targets_every_server_and_leaderless_partitions_are_refused():
-    assert faults.resolve_target("zookeeper-stop", FaultTarget(random=True), INV, None, "t", random.Random())[0] == ("zk0",)
+    stop = spec(kind="zookeeper-stop")
+    assert not stop.reads_cluster and resolve(stop).hosts == ("zk0",)
     with pytest.raises(faults.FaultError, match="t-0 has no leader"):
-        faults.resolve_target("broker-kill", FaultTarget(leader_of=0), INV, status(leaders=(None, 0, 1)), "t", random.Random())
+        resolve(spec(kind="broker-kill", target={"leader_of": 0}), status(leaders=(None, 0, 1)))
+
+
+def test_every_kind_has_its_playbook_and_only_its_own_options():
+    for kind, cls in KINDS.items():
+        assert (ROOT / "playbooks" / cls.playbook).is_file(), kind
+    assert spec(kind="host-partition", ports=[9092]).extravars() == {"fault_ports": [9092]}
+    assert spec(kind="host-partition").extravars() == {} == spec(kind="broker-kill").extravars()
+    assert [k for k, cls in KINDS.items() if cls.needs_own_addresses] == ["host-isolate", "host-partition"]
+    with pytest.raises(faults.FaultError, match="unknown fault 'disk-full'; known: broker-kill, "):
+        spec_of("disk-full")
 
 
 def test_injection_journals_intent_before_the_playbook_and_revert_heals(tmp_path):

@@ -99,6 +99,16 @@ def test_fault_target_needs_exactly_one_choice(target):
     assert "set exactly one of broker, leader_of, follower_of, controller: true, random: true" in msg
 
 
+def test_a_fault_without_a_kind_names_the_kinds():
+    msg = error_of(scenario={"faults": [{"at_s": 1}]})
+    assert "scenario.faults[0].kind: required: one of 'broker-kill', 'broker-stop', " in msg
+
+
+def test_errors_inside_a_fault_name_its_path_without_its_kind():
+    msg = error_of(scenario={"faults": [{"kind": "broker-pause", "at_s": -1}]})
+    assert "scenario.faults[0].at_s: Input should be greater than or equal to 0" in msg
+
+
 def test_heal_comes_after_inject():
     msg = error_of(scenario={"faults": [{"kind": "broker-stop", "at_s": 5, "heal_at_s": 5}]})
     assert "heal_at_s (5.0) must come after at_s (5.0)" in msg
@@ -111,7 +121,7 @@ def test_zookeeper_stop_takes_no_target():
 
 def test_ports_apply_to_host_partition_only():
     msg = error_of(scenario={"faults": [{"kind": "host-isolate", "at_s": 1, "ports": [9092]}]})
-    assert "ports applies to host-partition only, not to host-isolate" in msg
+    assert "scenario.faults[0].ports: unknown key" in msg
     msg = error_of(scenario={"faults": [{"kind": "host-partition", "at_s": 1, "ports": [0]}]})
     assert "scenario.faults[0].ports[0]" in msg and "greater than or equal to 1" in msg
     [run] = parse(scenario={"faults": [{"kind": "host-partition", "at_s": 1, "target": {"leader_of": 0},

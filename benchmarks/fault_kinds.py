@@ -1,0 +1,266 @@
+"""Fault kinds: one spec class each (Trogdor's shape), keyed on `kind`.
+
+A spec holds the fault's fields as a scenario states them, names the playbook under
+playbooks/faults/ that injects and reverts it, says how it picks its target on the cluster at
+the moment it is due (`resolve`), which options its playbook takes (`extravars`) and which
+targets an inventory cannot carry out (`inventory_errors`). A new kind is one class here, in
+the `Fault` union, and one playbook: the scenario, the runner, the journal and `heal` read
+everything else from the spec.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+from typing import Annotated, Any, ClassVar, Literal, get_args
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from benchmarks.cluster import ClusterStatus
+from benchmarks.inventory import ClusterInventory
+
+
+class Strict(BaseModel):
+    """A model of the scenario file: unknown keys are errors, values are frozen once read."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class FaultError(RuntimeError):
+    """A fault cannot be resolved, injected or reverted; the message says why."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Situation:
+    """What a fault resolves its target against, at the moment it is due."""
+
+    inventory: ClusterInventory
+    status: ClusterStatus | None  # None for kinds that do not read the cluster
+    topic: str
+    rng: random.Random
+    exclude: frozenset[int] = frozenset()  # brokers already under a fault: not picked as a follower or at random
+
+
+@dataclasses.dataclass(frozen=True)
+class Resolved:
+    hosts: tuple[str, ...]  # inventory hosts the playbook is limited to
+    broker_id: int | None
+    reason: str  # how the target was chosen ("broker 1", "leader of t-0: broker 2", ...)
+
+
+class FaultTarget(Strict):
+    """Exactly one of: a broker id, the leader or a follower of a partition, the controller, or random."""
+
+    broker: Annotated[int, Field(ge=0)] | None = None
+    leader_of: Annotated[int, Field(ge=0)] | None = None  # partition of the workload's topic
+    follower_of: Annotated[int, Field(ge=0)] | None = None  # a live replica of that partition that does not lead it
+    controller: bool = False
+    random: bool = False
+    seed: int | None = None  # for random; recorded in the run either way
+
+    @model_validator(mode="after")
+    def _exactly_one(self) -> FaultTarget:
+        chosen = [self.broker is not None, self.leader_of is not None, self.follower_of is not None,
+                  self.controller, self.random]
+        if sum(chosen) != 1:
+            raise ValueError("set exactly one of broker, leader_of, follower_of, controller: true, random: true")
+        return self
+
+    @property
+    def words(self) -> str:
+        return (f"broker {self.broker}" if self.broker is not None else
+                f"leader of {self.leader_of}" if self.leader_of is not None else
+                f"a follower of {self.follower_of}" if self.follower_of is not None else
+                "controller" if self.controller else "random broker")
+
+    def resolve(self, s: Situation) -> Resolved:
+        """The broker this target names on the cluster as `s.status` shows it."""
+        status, topic = s.status, s.topic
+        if self.broker is not None:
+            broker, reason = s.inventory.broker(self.broker), f"broker {self.broker}"
+        elif self.controller:
+            if status is None or status.controller_id is None:
+                raise FaultError("the cluster reports no controller to target")
+            broker, reason = s.inventory.broker(status.controller_id), f"controller: broker {status.controller_id}"
+        elif self.leader_of is not None:
+            led = next((p for p in (status.topic(topic) if status else []) if p.partition == self.leader_of), None)
+            if led is None or led.leader is None:
+                raise FaultError(f"partition {topic}-{self.leader_of} has no leader to target")
+            broker, reason = s.inventory.broker(led.leader), f"leader of {topic}-{self.leader_of}: broker {led.leader}"
+        elif self.follower_of is not None:
+            part = next((p for p in (status.topic(topic) if status else []) if p.partition == self.follower_of), None)
+            live = {b.broker_id for b in status.brokers if b.alive} if status else set()
+            followers = [r for r in part.replicas if r != part.leader and r in live and r not in s.exclude] if part else []
+            if not followers:
+                raise FaultError(f"partition {topic}-{self.follower_of} has no live follower to target")
+            broker = s.inventory.broker(followers[0])
+            reason = f"follower of {topic}-{self.follower_of}: broker {followers[0]}"
+        else:
+            alive = [b for b in s.inventory.brokers if b.broker_id not in s.exclude and (status is None or any(
+                st.broker_id == b.broker_id and st.alive for st in status.brokers))]
+            if not alive:
+                raise FaultError("no live broker to target")
+            broker = s.rng.choice(alive)
+            reason = f"random: broker {broker.broker_id}"
+        return Resolved((broker.name,), broker.broker_id, reason)
+
+
+class FaultSpec(Strict):
+    """What every kind has: when it is injected and healed, in seconds into the measured phase."""
+
+    at_s: Annotated[float, Field(ge=0)]
+    heal_at_s: Annotated[float, Field(ge=0)] | None = None  # None: healed at the end of the run
+
+    kind: str  # each kind's class narrows it to its own name
+    playbook: ClassVar[str]  # under playbooks/: inject and revert by fault_phase
+    reads_cluster: ClassVar[bool] = True  # resolving the target needs the cluster's state
+    needs_own_addresses: ClassVar[bool] = False  # brokers on hosts with addresses of their own
+    heal_order: ClassVar[int] = 1  # `heal` reverts outstanding faults of lower order first
+
+    @model_validator(mode="after")
+    def _heal_after_inject(self) -> FaultSpec:
+        if self.heal_at_s is not None and self.heal_at_s <= self.at_s:
+            raise ValueError(f"heal_at_s ({self.heal_at_s}) must come after at_s ({self.at_s})")
+        return self
+
+    @property
+    def target_words(self) -> str:
+        """The target in words ("leader of 0", "broker 1; ports 9092"); empty for a fault of every server."""
+        return ""
+
+    @property
+    def label(self) -> str:
+        """The fault in words, for people: "broker-kill (leader of 0) at 6 s, healed at 12 s"."""
+        target = self.target_words
+        healed = f", healed at {self.heal_at_s:g} s" if self.heal_at_s is not None else ""
+        return f"{self.kind}{f' ({target})' if target else ''} at {self.at_s:g} s{healed}"
+
+    def schedule_entry(self) -> dict[str, Any]:
+        """The fault as data, as the run records it (summary.json's fault_schedule)."""
+        return {"kind": self.kind, "target": self.target_words, "at_s": self.at_s, "heal_at_s": self.heal_at_s}
+
+    def resolve(self, situation: Situation) -> Resolved:
+        raise NotImplementedError
+
+    def extravars(self) -> dict[str, Any]:
+        """The fault's options for its playbook (journaled with it, so `heal` reverts the same)."""
+        return {}
+
+    def inventory_errors(self, broker_ids: tuple[int, ...]) -> list[tuple[str, str]]:
+        """(field, message) for each target the inventory has no server for."""
+        return []
+
+    def workload_errors(self, partitions: int) -> list[tuple[str, str]]:
+        """(field, message) for each target the workload's topic has no partition for."""
+        return []
+
+
+class OnABroker(FaultSpec):
+    """A fault of one broker (or its host), chosen by `target` when it is due."""
+
+    target: FaultTarget = FaultTarget(random=True)
+
+    @property
+    def target_words(self) -> str:
+        return self.target.words
+
+    def resolve(self, situation: Situation) -> Resolved:
+        return self.target.resolve(situation)
+
+    def workload_errors(self, partitions: int) -> list[tuple[str, str]]:
+        return [(f"target.{field}", f"({partition}) is not a partition of a {partitions}-partition topic")
+                for field, partition in (("leader_of", self.target.leader_of), ("follower_of", self.target.follower_of))
+                if partition is not None and partition >= partitions]
+
+    def inventory_errors(self, broker_ids: tuple[int, ...]) -> list[tuple[str, str]]:
+        if self.target.broker is not None and self.target.broker not in broker_ids:
+            return [("target.broker", f"{self.target.broker} is not a broker of the inventory; allowed: "
+                     + ", ".join(map(str, broker_ids)))]
+        return []
+
+
+class BrokerKill(OnABroker):
+    """SIGKILL: no controlled shutdown, the broker's session must expire."""
+
+    kind: Literal["broker-kill"]
+    playbook = "faults/broker-kill.yml"
+
+
+class BrokerStop(OnABroker):
+    """Controlled shutdown (SIGTERM): leadership moves away first."""
+
+    kind: Literal["broker-stop"]
+    playbook = "faults/broker-stop.yml"
+
+
+class BrokerPause(OnABroker):
+    """SIGSTOP: the process freezes, keeps its port and its registration until the session expires."""
+
+    kind: Literal["broker-pause"]
+    playbook = "faults/broker-pause.yml"
+
+
+class BrokerRestart(OnABroker):
+    """A controlled shutdown and a start."""
+
+    kind: Literal["broker-restart"]
+    playbook = "faults/broker-restart.yml"
+
+
+class ZooKeeperStop(FaultSpec):
+    """Every ZooKeeper server stopped: the brokers keep their leaders, nothing can change them."""
+
+    kind: Literal["zookeeper-stop"]
+    playbook = "faults/zookeeper-stop.yml"
+    reads_cluster = False
+    heal_order = 0  # healed before broker faults: brokers cannot register without ZooKeeper
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_target(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "target" in data:
+            raise ValueError(f"{data.get('kind')} takes no target: it stops every ZooKeeper server")
+        return data
+
+    def resolve(self, situation: Situation) -> Resolved:
+        return Resolved(tuple(z.name for z in situation.inventory.zookeepers), None, "every ZooKeeper server")
+
+
+class HostIsolate(OnABroker):
+    """The target's host cut off every other cluster host and the clients (nftables)."""
+
+    kind: Literal["host-isolate"]
+    playbook = "faults/host-isolate.yml"
+    needs_own_addresses = True
+
+
+class HostPartition(OnABroker):
+    """The target's host cut off the other cluster hosts, not the clients; `ports` limits the
+    cut to those TCP ports (e.g. [9092]: Kafka's traffic, while ZooKeeper's keeps flowing)."""
+
+    kind: Literal["host-partition"]
+    playbook = "faults/host-partition.yml"
+    needs_own_addresses = True
+    ports: list[Annotated[int, Field(ge=1, le=65535)]] = []
+
+    @property
+    def target_words(self) -> str:
+        return self.target.words + (f"; ports {', '.join(map(str, self.ports))}" if self.ports else "")
+
+    def extravars(self) -> dict[str, Any]:
+        return {"fault_ports": list(self.ports)} if self.ports else {}
+
+
+# The scenario's `faults` entries: a union keyed on `kind`, in the order users see the kinds.
+Fault = Annotated[BrokerKill | BrokerStop | BrokerPause | BrokerRestart | ZooKeeperStop | HostIsolate | HostPartition,
+                  Field(discriminator="kind")]
+SPECS: tuple[type[FaultSpec], ...] = get_args(get_args(Fault)[0])
+KINDS: dict[str, type[FaultSpec]] = {get_args(spec.model_fields["kind"].annotation)[0]: spec for spec in SPECS}
+
+
+def spec_of(kind: str) -> type[FaultSpec]:
+    """The spec class of a kind (a journal line names its kind): FaultError for one there is none of."""
+    try:
+        return KINDS[kind]
+    except KeyError:
+        raise FaultError(f"unknown fault {kind!r}; known: {', '.join(KINDS)}") from None
