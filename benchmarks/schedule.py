@@ -1,0 +1,153 @@
+"""A run's scheduled steps, carried out on the load's clock by one controller.
+
+Steps are faults injected and healed and consumers killed. The controller owns each fault's
+whole life: resolve its target on the cluster as it is when the fault is due, journal the
+intent, record it as an event, inject it, schedule its heal from the moment it acted, heal it.
+Steps run one at a time in the order of their times: a step resolves its target only once
+the step before it has acted, so two faults never pick the same broker and a `leader_of`
+target sees what earlier faults did. A fault's playbook starts `lead_s` before its time and
+the host waits for the moment itself (Ansible's start-up would otherwise delay it). A step
+that fails invalidates the run with the reason instead of ending its thread unseen.
+
+Clock, injector, cluster view and thread factory are injected, so the sequencing is tested
+without a cluster (tests/unit/test_schedule.py).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, Protocol
+
+from benchmarks import records
+from benchmarks.fault_kinds import FaultSpec, Situation
+from benchmarks.faults import FaultRecord
+
+# Fault playbooks start this long before their scheduled time and the host waits for the
+# moment itself: Ansible's start-up (seconds on a loaded machine) would otherwise delay them.
+FAULT_LEAD_S = 10.0
+
+INJECT, HEAL, KILL_CONSUMER = "inject", "heal", "kill-consumer"
+
+
+@dataclasses.dataclass(frozen=True, order=True)
+class Step:
+    at_s: float  # seconds after the load's start (warm-up included)
+    action: str  # INJECT, HEAL or KILL_CONSUMER
+    what: int | str = dataclasses.field(compare=False)  # the fault's index, or the consumer group
+
+
+class Injector(Protocol):
+    """What the controller needs of faults.AnsibleFaultInjector."""
+
+    def new_record(self, kind: str, hosts: Iterable[str], broker_id: int | None, reason: str,
+                   extravars: dict[str, Any] | None = None) -> FaultRecord: ...
+
+    def inject(self, record: FaultRecord, not_before_ns: int | None = None) -> float: ...
+
+    def revert(self, record: FaultRecord, not_before_ns: int | None = None) -> float: ...
+
+
+class Events(Protocol):
+    def write(self, event: records.Event) -> Any: ...
+
+
+class Controller:
+    """The steps of one run. `situation(busy)` gives what a fault resolves its target against
+    (`busy`: brokers already under a fault); `kill_consumer(group)` stops one member of a group
+    and returns its pid (None: none left)."""
+
+    def __init__(self, faults: Sequence[FaultSpec], consumer_kills: Sequence[tuple[str, float]], warmup_s: float,
+                 factor: float, start_ns: int, injector: Injector, events: Events,
+                 situation: Callable[[FaultSpec, frozenset[int]], Situation],
+                 kill_consumer: Callable[[str], int | None], lead_s: float = FAULT_LEAD_S,
+                 spawn: Callable[..., threading.Thread] = threading.Thread) -> None:
+        self.faults, self.factor, self.start_ns = list(faults), factor, start_ns
+        self.injector, self.events, self.situation, self.kill_consumer = injector, events, situation, kill_consumer
+        self.lead_s, self.spawn = lead_s, spawn
+        self.steps = sorted([Step(warmup_s + f.at_s * factor, INJECT, i) for i, f in enumerate(self.faults)]
+                            + [Step(warmup_s + at_s * factor, KILL_CONSUMER, group) for group, at_s in consumer_kills])
+        self.records: dict[int, FaultRecord] = {}
+        self.active: dict[str, FaultRecord] = {}  # injected, not yet healed
+        self.fault_log: list[records.AppliedFault] = []
+        self.invalid: list[str] = []
+        self._lock = threading.Lock()
+        self._threads: list[threading.Thread] = []
+
+    # ------------------------------------------------------------------ the loop's side
+
+    def under_way(self) -> bool:
+        return any(t.is_alive() for t in self._threads)
+
+    def pending(self) -> bool:
+        """Steps to come or under way: the load must go on."""
+        with self._lock:
+            return bool(self.steps) or self.under_way()
+
+    def start_due(self, now_ns: int) -> Step | None:
+        """Start the next step if it is due (fault playbooks `lead_s` early) and none is under way."""
+        elapsed = (now_ns - self.start_ns) / 1e9
+        with self._lock:
+            if not self.steps or self.under_way():
+                return None
+            step = self.steps[0]
+            if elapsed < step.at_s - (self.lead_s if step.action in (INJECT, HEAL) else 0.0):
+                return None
+            self.steps.pop(0)
+        thread = self.spawn(target=self.run_step, args=(step,), name=f"step-{step.action}", daemon=True)
+        thread.start()
+        self._threads.append(thread)
+        return step
+
+    def join(self, timeout_s: float | None = None) -> None:
+        for thread in self._threads:
+            thread.join(timeout_s)
+
+    def active_names(self) -> list[str]:
+        return [f"{r.kind} {r.reason}" for r in list(self.active.values())]
+
+    # ------------------------------------------------------------------ a step
+
+    def run_step(self, step: Step) -> None:
+        """Carry out one step; a failure invalidates the run with the reason."""
+        due_ns = self.start_ns + int(step.at_s * 1e9)
+        try:
+            if step.action == INJECT:
+                self._inject(int(step.what), due_ns)
+            elif step.action == HEAL:
+                self._heal(int(step.what), due_ns)
+            else:
+                pid = self.kill_consumer(str(step.what))
+                if pid is not None:
+                    self.events.write(records.ConsumerKilled(group=str(step.what), pid=pid))
+        except Exception as exc:  # whatever failed, the run must say it
+            name = (f"faults[{step.what}] ({self.faults[int(step.what)].kind})" if step.action in (INJECT, HEAL)
+                    else f"{KILL_CONSUMER} ({step.what})")
+            self.invalid.append(f"{name} {step.action} failed: {exc}")
+            self.events.write(records.ScheduleStepFailed(action=step.action, step=name, error=str(exc)))
+
+    def _inject(self, index: int, due_ns: int) -> None:
+        fault = self.faults[index]
+        busy = frozenset(r.broker_id for r in self.active.values() if r.broker_id is not None)
+        to = fault.resolve(self.situation(fault, busy))
+        record = self.injector.new_record(fault.kind, to.hosts, to.broker_id, to.reason, fault.extravars())
+        self.records[index] = record
+        self.events.write(records.FaultIntent(fault_id=record.fault_id, kind=fault.kind, hosts=list(to.hosts),
+                                              broker=to.broker_id, reason=to.reason, scheduled_ns=due_ns))
+        self.active[record.fault_id] = record
+        at = self.injector.inject(record, not_before_ns=due_ns)
+        self.events.write(records.FaultInjected(fault_id=record.fault_id, at_ns=int(at * 1e9)))
+        self.fault_log.append(records.AppliedFault(fault_id=record.fault_id, kind=fault.kind, target=to.reason,
+                                                   hosts=list(to.hosts)))
+        if fault.heal_at_s is not None:  # the fault lasts as planned from when it acted, however late
+            heal_at_s = (int(at * 1e9) - self.start_ns) / 1e9 + (fault.heal_at_s - fault.at_s) * self.factor
+            with self._lock:
+                self.steps = sorted([*self.steps, Step(heal_at_s, HEAL, index)])
+
+    def _heal(self, index: int, due_ns: int) -> None:
+        record = self.records[index]
+        self.events.write(records.FaultHealStart(fault_id=record.fault_id, scheduled_ns=due_ns))
+        at = self.injector.revert(record, not_before_ns=due_ns)
+        self.active.pop(record.fault_id, None)
+        self.events.write(records.FaultHealed(fault_id=record.fault_id, at_ns=int(at * 1e9)))

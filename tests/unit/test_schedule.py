@@ -1,0 +1,224 @@
+"""The scheduled steps of a run, sequenced with fakes: no cluster, no threads of their own, no clock."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import pytest
+from pydantic import TypeAdapter
+
+from benchmarks import faults, inventory, runner, schedule
+from benchmarks.ansible import PlaybookResult
+from benchmarks.cluster import BrokerState, ClusterStatus, PartitionState
+from benchmarks.fault_kinds import Fault, FaultError, Situation
+from benchmarks.scenario import Scenario
+from tests.conftest import LOCAL_INVENTORY
+
+INV = inventory.load(LOCAL_INVENTORY)
+FAULT: TypeAdapter = TypeAdapter(Fault)
+S = 1_000_000_000  # ns
+START = 1_000 * S
+
+
+def status() -> ClusterStatus:
+    return ClusterStatus("c", 1, tuple(BrokerState(b.broker_id, b.host, b.port, b.name, True) for b in INV.brokers),
+                         (PartitionState("t", 0, 2, (2, 0, 1), (2, 0, 1)),), ())
+
+
+class StepThread:
+    """A thread the test finishes by hand: `spawn` for the controller."""
+
+    def __init__(self, target, args, name, daemon):
+        self.target, self.args, self.started, self.done = target, args, False, False
+
+    def start(self):
+        self.started = True
+
+    def is_alive(self):
+        return self.started and not self.done
+
+    def finish(self):
+        self.target(*self.args)
+        self.done = True
+
+    def join(self, timeout=None):
+        pass
+
+
+class FakeInjector:
+    """Acts `delay_s` after the time it is given; fails for the kinds in `fail`."""
+
+    def __init__(self, delay_s=0.0, fail=()):
+        self.delay_s, self.fail, self.calls = delay_s, set(fail), []
+
+    def new_record(self, kind, hosts, broker_id, reason, extravars=None):
+        return faults.FaultRecord(f"f{len(self.calls)}", kind, tuple(hosts), broker_id, "inv", reason, dict(extravars or {}))
+
+    def inject(self, record, not_before_ns=None):
+        self.calls.append(("inject", record.kind, record.broker_id, not_before_ns))
+        if record.kind in self.fail:
+            raise FaultError(f"injecting {record.kind} failed: the host did not answer")
+        return not_before_ns / 1e9 + self.delay_s
+
+    def revert(self, record, not_before_ns=None):
+        self.calls.append(("revert", record.kind, record.broker_id, not_before_ns))
+        return not_before_ns / 1e9
+
+
+class Events:
+    def __init__(self):
+        self.lines = []
+
+    def write(self, event):
+        self.lines.append(event.model_dump())
+
+    def named(self, event):
+        return [line for line in self.lines if line["event"] == event]
+
+
+def controller(fault_docs, injector=None, kills=(), spawned=None, lead_s=10.0):
+    events = Events()
+    spawned = [] if spawned is None else spawned
+
+    def spawn(**kwargs):
+        spawned.append(StepThread(**kwargs))
+        return spawned[-1]
+
+    steps = schedule.Controller([FAULT.validate_python(doc) for doc in fault_docs], list(kills), 2.0, 1.0, START,
+                                injector or FakeInjector(), events,
+                                lambda fault, busy: Situation(INV, status(), "t", random.Random(1), busy),
+                                lambda group: 4242, lead_s=lead_s, spawn=spawn)
+    return steps, events, spawned
+
+
+def test_steps_run_one_at_a_time_so_two_faults_never_pick_the_same_broker():
+    pauses = [{"kind": "broker-pause", "at_s": 1, "target": {"follower_of": 0}},
+              {"kind": "broker-pause", "at_s": 1.5, "target": {"follower_of": 0}},
+              {"kind": "broker-kill", "at_s": 6, "target": {"leader_of": 0}}]
+    injector = FakeInjector()
+    steps, events, spawned = controller(pauses, injector)
+    assert steps.start_due(START).action == "inject"  # due at 3 s, started 10 s early
+    assert steps.start_due(START) is None, "a second step while the first is under way"
+    spawned[0].finish()
+    assert steps.start_due(START) is not None
+    spawned[1].finish()
+    steps.start_due(START)
+    spawned[2].finish()
+    assert [c[2] for c in injector.calls] == [0, 1, 2]  # followers 0 then 1 (0 was busy), then the leader
+    assert [c[3] for c in injector.calls] == [START + 3 * S, START + int(3.5 * S), START + 8 * S]
+    assert [e["scheduled_ns"] for e in events.named("fault-intent")] == [c[3] for c in injector.calls]
+    assert not steps.invalid and not steps.pending()
+
+
+def test_a_heal_is_timed_from_when_its_fault_acted():
+    injector = FakeInjector(delay_s=2.5)  # the fault acts 2.5 s late
+    steps, events, spawned = controller([{"kind": "broker-stop", "at_s": 1, "heal_at_s": 4, "target": {"broker": 1}}],
+                                        injector, lead_s=5.0)
+    steps.start_due(START)
+    spawned[0].finish()
+    assert steps.steps == [schedule.Step(2.0 + 1 + 2.5 + 3, "heal", 0)]  # acted at 5.5 s; lasts 3 s
+    assert steps.active_names() == ["broker-stop broker 1"]
+    assert steps.start_due(START + int(3.4 * S)) is None, "a heal starts at most lead_s before its time"
+    assert steps.start_due(START + int(3.6 * S)) is not None
+    spawned[1].finish()
+    assert injector.calls[-1] == ("revert", "broker-stop", 1, START + int(8.5 * S))
+    assert [e["at_ns"] for e in events.named("fault-healed")] == [START + int(8.5 * S)]
+    assert steps.active_names() == []
+
+
+def test_a_fault_that_fails_invalidates_the_run_and_the_next_step_still_runs():
+    injector = FakeInjector(fail={"broker-pause"})
+    steps, events, spawned = controller([{"kind": "broker-pause", "at_s": 1, "heal_at_s": 2},
+                                         {"kind": "broker-kill", "at_s": 3, "target": {"broker": 0}}], injector)
+    steps.start_due(START)
+    spawned[0].finish()
+    assert steps.invalid == ["faults[0] (broker-pause) inject failed: injecting broker-pause failed: the host did not "
+                             "answer"]
+    assert [e["step"] for e in events.named("schedule-step-failed")] == ["faults[0] (broker-pause)"]
+    assert all(s.action != "heal" for s in steps.steps), "no heal for a fault that never acted"
+    steps.start_due(START)
+    spawned[1].finish()
+    assert [c[1] for c in injector.calls] == ["broker-pause", "broker-kill"]
+    assert len(steps.fault_log) == 1
+
+
+def test_a_target_that_cannot_be_resolved_invalidates_the_run_before_anything_is_injected():
+    injector = FakeInjector()
+    steps, _, spawned = controller([{"kind": "broker-kill", "at_s": 1, "target": {"leader_of": 1}}], injector)
+    steps.start_due(START)
+    spawned[0].finish()
+    assert steps.invalid == ["faults[0] (broker-kill) inject failed: partition t-1 has no leader to target"]
+    assert injector.calls == []
+
+
+def test_a_consumer_kill_is_not_started_early():
+    steps, events, spawned = controller([], kills=[("g", 5.0)])
+    assert steps.start_due(START + int(6.9 * S)) is None
+    assert steps.start_due(START + 7 * S).action == "kill-consumer"
+    spawned[0].finish()
+    assert events.named("consumer-killed") == [{"t_ns": 0, "run_id": "", "event": "consumer-killed", "group": "g",
+                                                "pid": 4242}]
+
+
+class RecordingRunner:
+    def __init__(self):
+        self.calls = []
+
+    def run(self, playbook, inventory, extravars=None, limit=None, check=False, progress=None):
+        self.calls.append((playbook, (extravars or {}).get("fault_phase"), limit))
+        return PlaybookResult(playbook, 0, "successful", {"changed": {}}, [], 0.1)
+
+
+class InterruptedLoad:
+    """Load processes whose producers are interrupted (Ctrl-C) once the fault has been injected."""
+
+    def __init__(self, steps_of):
+        self.steps_of, self.end_ns, self.consumers, self.killed = steps_of, 0, [], False
+
+    def start_producers(self, start_ns, end_ns):
+        self.end_ns = end_ns
+
+    def producing(self):
+        steps = self.steps_of()
+        if steps.active:
+            raise KeyboardInterrupt
+        return True
+
+    def extend_load(self, until_ns):
+        self.end_ns = max(self.end_ns, until_ns)
+
+    def totals(self):
+        return 0, 0, 0, 0
+
+    def consumed(self):
+        return {}
+
+    def kill_one_consumer(self, group):
+        return None
+
+    def kill_producers(self):
+        self.killed = True
+
+
+def test_ctrl_c_mid_fault_heals_it(tmp_path, monkeypatch):
+    """The load is interrupted while a broker is stopped: the fault is reverted from the journal
+    and the producers are killed, whatever else happens."""
+    monkeypatch.setattr(runner.cluster, "describe", lambda *args, **kwargs: status())
+    scenario = Scenario.model_validate({"name": "ctrl-c", "workload": {"warmup_s": 0, "duration_s": 30},
+                                        "faults": [{"kind": "broker-stop", "at_s": 0, "target": {"broker": 2}}]})
+    playbooks = RecordingRunner()
+    journal = faults.Journal(tmp_path / "journal.jsonl")
+    run: runner.Run
+    load = InterruptedLoad(lambda: run.steps)
+    run = runner.Run(scenario, INV, Path(LOCAL_INVENTORY), playbooks, "r1", tmp_path, "t", Events(),  # type: ignore[arg-type]
+                     random.Random(1), 0.0, 30.0, 1.0, None, load, journal=journal)
+    with pytest.raises(KeyboardInterrupt):
+        try:
+            runner._drive(run)
+        finally:
+            runner._heal_after(run)
+    assert [c[:2] for c in playbooks.calls] == [("faults/broker-stop.yml", "inject"), ("faults/broker-stop.yml", "revert"),
+                                                ("start.yml", None)]
+    assert load.killed and journal.outstanding(str(Path(LOCAL_INVENTORY).resolve())) == []
+

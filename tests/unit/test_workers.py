@@ -1,0 +1,54 @@
+"""The load processes' bookkeeping, without a cluster: counters, the movable end, crashed producers."""
+
+from __future__ import annotations
+
+from benchmarks import load
+from benchmarks.scenario import Scenario
+from benchmarks.workers import LoadProcesses
+
+
+class Exited:
+    def __init__(self, code):
+        self.exitcode = code
+
+    def join(self, timeout=None):
+        pass
+
+    def is_alive(self):
+        return False
+
+
+def processes(tmp_path) -> LoadProcesses:
+    scenario = Scenario.model_validate({"name": "w", "workload": {
+        "producers": 2, "consumer_groups": [{"name": "g", "consumers": 2}]}})
+    return LoadProcesses(scenario, "r1", "127.0.0.1:9092", "t", tmp_path)
+
+
+def test_a_crashed_producer_is_a_reason_to_invalidate_the_run(tmp_path):
+    workers = processes(tmp_path)
+    workers.producers = [Exited(0), Exited(-9), Exited(3)]
+    assert workers.join_producers() == ["producer 1 exited with signal 9", "producer 2 exited with code 3"]
+
+
+def test_counters_add_up_per_producer_and_per_group(tmp_path):
+    workers = processes(tmp_path)
+    for slot, values in enumerate([(10, 8, 1, 1), (5, 5, 0, 0)]):
+        for i, value in enumerate(values):
+            workers.counters[slot * load.COUNTERS + i] = value
+    workers.consumers = [("g", None, None, 2), ("g", None, None, 3)]
+    workers.counters[2 * load.COUNTERS] = 7
+    workers.counters[3 * load.COUNTERS] = 6
+    assert workers.totals() == (15, 13, 1, 1)
+    assert workers.consumed() == {"g": 13}
+    assert not workers.consumers_joined()
+    workers.counters[2 * load.COUNTERS + load.JOINED] = workers.counters[3 * load.COUNTERS + load.JOINED] = 1
+    assert workers.consumers_joined()
+
+
+def test_the_load_is_only_ever_extended(tmp_path):
+    workers = processes(tmp_path)
+    workers._end.value = 100
+    workers.extend_load(50)
+    assert workers.end_ns == 100
+    workers.extend_load(150)
+    assert workers.end_ns == 150
