@@ -12,8 +12,11 @@ import time
 import uuid
 from collections.abc import Callable
 
-from benchmarks import topics
+import pyarrow as pa
+
+from benchmarks import checker, ledger, topics
 from benchmarks.cluster import silent_logger
+from benchmarks.codes import FINAL_READ
 
 
 @dataclasses.dataclass
@@ -23,10 +26,11 @@ class SmokeResult:
     acked: int
     failed: int
     consumed: int
-    missing: list[int]
+    missing: list[int]  # acknowledged and not read back (the checker's lost and unseen), by sequence number
     produce_s: float
     consume_s: float
     errors: list[str]
+    duplicates: int = 0
 
     @property
     def ok(self) -> bool:
@@ -36,19 +40,23 @@ class SmokeResult:
 def run_smoke(bootstrap: str, topic: str = "purchases", partitions: int = 3, replication_factor: int = 3,
               messages: int = 1000, timeout: float = 60.0,
               clock: Callable[[], float] = time.monotonic) -> SmokeResult:
+    """Its sends and its reads become ledger rows, judged by the same checker as a run's."""
     from confluent_kafka import Consumer, Producer
 
     topics.ensure_topic(bootstrap, topic, partitions, replication_factor)
     run_id = uuid.uuid4().hex[:12]
-    acked: set[int] = set()
+    sent: list[dict] = []
+    read: list[dict] = []
     errors: list[str] = []
 
     def on_delivery(err, msg):
         seq = int(msg.value().split(b":")[1])
-        if err is None:
-            acked.add(seq)
-        else:
+        row = {"run_id": run_id, "producer": 0, "seq": seq, "outcome": "acked", "partition": msg.partition(),
+               "offset": msg.offset()}
+        if err is not None:
+            row.update(outcome=ledger.outcome_of(err.name()), partition=None, offset=None, error=err.name())
             errors.append(f"message {seq}: {err}")
+        sent.append(row)
 
     producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "enable.idempotence": True,
                          "linger.ms": 5, "logger": silent_logger()})
@@ -61,6 +69,7 @@ def run_smoke(bootstrap: str, topic: str = "purchases", partitions: int = 3, rep
     produce_s = clock() - start
     if remaining:
         errors.append(f"{remaining} messages still in flight after {timeout}s")
+    acked = {r["seq"] for r in sent if r["outcome"] == "acked"}
 
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"kafka-bench-smoke-{run_id}",
                          "auto.offset.reset": "earliest", "enable.auto.commit": False,
@@ -75,8 +84,14 @@ def run_smoke(bootstrap: str, topic: str = "purchases", partitions: int = 3, rep
                 continue
             value = msg.value() or b""
             if value.startswith(run_id.encode() + b":"):
-                seen.add(int(value.split(b":")[1]))
+                seq = int(value.split(b":")[1])
+                seen.add(seq)
+                read.append({"run_id": run_id, "group": FINAL_READ, "producer": 0, "seq": seq,
+                             "partition": msg.partition(), "offset": msg.offset()})
     finally:
         consumer.close()
-    return SmokeResult(topic, messages, len(acked), len(errors), len(seen), sorted(acked - seen),
-                       produce_s, clock() - start, errors[:20])
+    verdict = checker.check(pa.Table.from_pylist(sent, ledger.PRODUCE_SCHEMA),
+                            pa.Table.from_pylist(read, ledger.CONSUME_SCHEMA), show=messages)
+    return SmokeResult(topic, messages, verdict.acked, verdict.failed + verdict.indeterminate, verdict.final_read,
+                       [int(i.split(":")[1]) for i in verdict.missing_ids], produce_s, clock() - start, errors[:20],
+                       verdict.duplicates)
