@@ -21,6 +21,8 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from benchmarks.codes import OUTCOMES
+
 PRODUCE_SCHEMA = pa.schema([
     ("run_id", pa.string()),
     ("producer", pa.int32()),
@@ -33,6 +35,7 @@ PRODUCE_SCHEMA = pa.schema([
     ("partition", pa.int32()),      # null unless acked
     ("offset", pa.int64()),         # null unless acked
     ("error", pa.string()),         # librdkafka error name for failed / indeterminate
+    ("cause", pa.string()),         # the last broker error behind a failed / indeterminate one (broker_errors.py)
 ])
 
 CONSUME_SCHEMA = pa.schema([
@@ -175,7 +178,6 @@ class LedgerWriter:
                 raise RuntimeError(f"ledger {self.directory}/{self.prefix}: writing a part failed") from self._error
 
 
-OUTCOMES = ("acked", "failed", "indeterminate")
 
 
 class ProduceLedgerWriter(LedgerWriter):
@@ -183,11 +185,12 @@ class ProduceLedgerWriter(LedgerWriter):
     binary row (struct.pack, a single C call) appended to a bytearray; the background thread
     turns a part's rows into Arrow columns with numpy, without a Python step per value.
 
-    Nulls travel as sentinels: ack_ns 0, partition -1, offset -1, error code -1; outcomes and
-    error names as small integer codes (`OUTCOMES`, `error_code`)."""
+    Nulls travel as sentinels: ack_ns 0, partition -1, offset -1, error and cause code -1;
+    outcomes and error names as small integer codes (`OUTCOMES`, `error_code`; one table for
+    errors and causes)."""
 
-    ROW = struct.Struct("<qiqqqiqbh")  # seq, key, intended, sent, ack, partition, offset, outcome, error
-    FIELDS = ("seq", "key", "intended_ns", "sent_ns", "ack_ns", "partition", "offset", "outcome", "error")
+    ROW = struct.Struct("<qiqqqiqbhh")  # seq, key, intended, sent, ack, partition, offset, outcome, error, cause
+    FIELDS = ("seq", "key", "intended_ns", "sent_ns", "ack_ns", "partition", "offset", "outcome", "error", "cause")
 
     def __init__(self, directory: Path, prefix: str, run_id: str, producer: int, **options: Any) -> None:
         super().__init__(directory, prefix, PRODUCE_SCHEMA, background=True, **options)
@@ -214,11 +217,12 @@ class ProduceLedgerWriter(LedgerWriter):
 
     def append(self, *values: Any) -> None:
         """A row in schema order (the slow path, for the rare row without a delivery report)."""
-        run_id, producer, seq, key, intended, sent, ack, outcome, partition, offset, error = values
+        run_id, producer, seq, key, intended, sent, ack, outcome, partition, offset, error, cause = values
         if self.enabled:
             self.buffer.extend(self.ROW.pack(seq, key, intended or 0, sent or 0, ack or 0,
                                              -1 if partition is None else partition, -1 if offset is None else offset,
-                                             OUTCOMES.index(outcome), -1 if error is None else self.error_code(error)))
+                                             OUTCOMES.index(outcome), -1 if error is None else self.error_code(error),
+                                             -1 if cause is None else self.error_code(cause)))
             if self.rows >= self.max_rows:
                 self.flush()
 
@@ -231,7 +235,7 @@ class ProduceLedgerWriter(LedgerWriter):
         import numpy as np
 
         data, error_names = payload
-        codes = ("<i8", "<i4", "<i8", "<i8", "<i8", "<i4", "<i8", "i1", "<i2")
+        codes = ("<i8", "<i4", "<i8", "<i8", "<i8", "<i4", "<i8", "i1", "<i2", "<i2")
         dtype = np.dtype(list(zip(self.FIELDS, codes)))
         rows = np.frombuffer(data, dtype=dtype)
         n = len(rows)
@@ -250,7 +254,7 @@ class ProduceLedgerWriter(LedgerWriter):
             "seq": column("seq"), "key": column("key"), "intended_ns": column("intended_ns", 0),
             "sent_ns": column("sent_ns", 0), "ack_ns": column("ack_ns", 0), "outcome": lookup(list(OUTCOMES), rows["outcome"]),
             "partition": column("partition", -1), "offset": column("offset", -1),
-            "error": lookup(error_names or [""], rows["error"]),
+            "error": lookup(error_names or [""], rows["error"]), "cause": lookup(error_names or [""], rows["cause"]),
         })
 
 

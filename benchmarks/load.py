@@ -20,8 +20,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks import ledger
+from benchmarks import broker_errors, ledger
 from benchmarks.cluster import silent_logger
+from benchmarks.codes import FINAL_READ, OUTCOMES
 
 # Every message starts with: run tag (8 bytes), producer (u32), sequence (u64), send time (ns).
 HEADER = struct.Struct(">8sIQq")
@@ -154,20 +155,24 @@ def producer_main(args: ProducerArgs, counters, slot: int, end=None) -> None:
         if err is None:
             offset = msg.offset()
             sink(pack(sent_seq, key, intended, sent, now, msg.partition(),
-                      offset if offset is not None and offset >= 0 else -1, 0, -1))
+                      offset if offset is not None and offset >= 0 else -1, 0, -1, -1))
             stats[1] += 1
-        else:
+        else:  # with the broker error behind it, where the client retried one until it gave up
             name = err.name()
-            code = ledger.OUTCOMES.index(ledger.outcome_of(name))
-            sink(pack(sent_seq, key, intended, sent, now, -1, -1, code, out.error_code(name)))
+            code = OUTCOMES.index(ledger.outcome_of(name))
+            cause = said.last(msg.partition())
+            sink(pack(sent_seq, key, intended, sent, now, -1, -1, code, out.error_code(name),
+                      -1 if cause is None else out.error_code(cause)))
             stats[1 + code] += 1
         reports += 1
         if reports >= 32 and scheduled:
             reports = 0
             send_due()
 
-    producer = Producer({**args.config, "bootstrap.servers": args.bootstrap,
-                         "logger": silent_logger("kafka_bench.producer")})
+    logger = silent_logger("kafka_bench.producer")
+    said = broker_errors.attach(logger, args.topic)
+    producer = Producer({**broker_errors.producer_config(args.config), "bootstrap.servers": args.bootstrap,
+                         "logger": logger})
     padding = b"\0" * max(0, args.message_size - HEADER.size)
     produce, poll, topic = producer.produce, producer.poll, args.topic
 
@@ -225,7 +230,8 @@ def producer_main(args: ProducerArgs, counters, slot: int, end=None) -> None:
     for seq_left in (s for s, done in enumerate(reported) if not done):  # no delivery report at all
         intended = start_ns + seq_left * interval_ns if interval_ns else None
         key = (index * 7919 + seq_left) % keys if keys else -1
-        out.append(args.run_id, index, seq_left, key, intended, None, None, "indeterminate", None, None, "_NO_REPORT")
+        out.append(args.run_id, index, seq_left, key, intended, None, None, "indeterminate", None, None, "_NO_REPORT",
+                   None)
         stats[3] += 1
     out.close()
     _publish(counters, base, stats)
@@ -271,7 +277,7 @@ def final_read(bootstrap: str, topic: str, run_id: str, ledger_dir: Path, config
     from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 
     tag = run_tag(run_id)
-    consumer = Consumer({**(config or {}), "bootstrap.servers": bootstrap, "group.id": f"{run_id}-final-read",
+    consumer = Consumer({**(config or {}), "bootstrap.servers": bootstrap, "group.id": f"{run_id}-{FINAL_READ}",
                          "enable.auto.commit": False, "auto.offset.reset": "earliest",
                          "logger": silent_logger("kafka_bench.final")})
     out = ledger.LedgerWriter(ledger_dir, "consumer-final-read", ledger.CONSUME_SCHEMA)
@@ -287,7 +293,7 @@ def final_read(bootstrap: str, topic: str, run_id: str, ledger_dir: Path, config
                     continue
                 value, offset = msg.value(), msg.offset()
                 if value and value.startswith(tag):
-                    _record(out, run_id, "final-read", "final-read", msg)
+                    _record(out, run_id, FINAL_READ, FINAL_READ, msg)
                 if offset is not None and offset >= ends[msg.partition()] - 1:
                     todo.discard(msg.partition())
             out.maybe_flush()

@@ -85,6 +85,7 @@ def generate(directory: Path, messages: int, seed: int = 1) -> Path:
         "partition": pa.array(partition, mask=~acked, type=pa.int32()),
         "offset": pa.array(offset, mask=~acked, type=pa.int64()),
         "error": pa.array(["_MSG_TIMED_OUT" if o == "indeterminate" else None for o in outcome], pa.string()),
+        "cause": pa.array(["NOT_ENOUGH_REPLICAS" if o == "indeterminate" else None for o in outcome], pa.string()),
     }, schema=ledger.PRODUCE_SCHEMA)
     _write_parts(run_dir / "ledger" / "produce", "produce", produce)
 

@@ -16,7 +16,7 @@ class Clock:
 
 
 def row(seq, outcome="acked"):
-    return ("run", 0, seq, 3, 10, 11, 12, outcome, 1 if outcome == "acked" else None, seq, None)
+    return ("run", 0, seq, 3, 10, 11, 12, outcome, 1 if outcome == "acked" else None, seq, None, None)
 
 
 def test_parts_are_written_at_least_once_a_second(tmp_path):
@@ -84,21 +84,25 @@ def test_outcomes_of_delivery_errors():
 def test_packed_produce_rows_read_back_with_their_nulls(tmp_path):
     out = ledger.ProduceLedgerWriter(tmp_path, "producer-000", "run-1", 3)
     sink, pack = out.row_sink(), out.ROW.pack
-    sink(pack(0, 5, 100, 101, 150, 2, 7, 0, -1))                                   # acked
-    sink(pack(1, 6, 200, 201, 260, -1, -1, 1, out.error_code("NOT_ENOUGH_REPLICAS")))  # failed
-    sink(pack(2, 7, 300, 301, 0, -1, -1, 2, out.error_code("_MSG_TIMED_OUT")))     # timed out, no ack time
-    out.append("run-1", 3, 3, -1, 400, None, None, "indeterminate", None, None, "_NO_REPORT")
+    sink(pack(0, 5, 100, 101, 150, 2, 7, 0, -1, -1))                                   # acked
+    sink(pack(1, 6, 200, 201, 260, -1, -1, 1, out.error_code("NOT_ENOUGH_REPLICAS"), -1))  # failed
+    sink(pack(2, 7, 300, 301, 0, -1, -1, 2, out.error_code("_MSG_TIMED_OUT"),          # timed out, no ack time,
+              out.error_code("NOT_ENOUGH_REPLICAS")))                                  # the broker's refusal behind it
+    out.append("run-1", 3, 3, -1, 400, None, None, "indeterminate", None, None, "_NO_REPORT", None)
     out.close()
     rows = ledger.read(tmp_path, ledger.PRODUCE_SCHEMA).to_pylist()
     assert rows == [
         {"run_id": "run-1", "producer": 3, "seq": 0, "key": 5, "intended_ns": 100, "sent_ns": 101, "ack_ns": 150,
-         "outcome": "acked", "partition": 2, "offset": 7, "error": None},
+         "outcome": "acked", "partition": 2, "offset": 7, "error": None, "cause": None},
         {"run_id": "run-1", "producer": 3, "seq": 1, "key": 6, "intended_ns": 200, "sent_ns": 201, "ack_ns": 260,
-         "outcome": "failed", "partition": None, "offset": None, "error": "NOT_ENOUGH_REPLICAS"},
+         "outcome": "failed", "partition": None, "offset": None, "error": "NOT_ENOUGH_REPLICAS",
+         "cause": None},
         {"run_id": "run-1", "producer": 3, "seq": 2, "key": 7, "intended_ns": 300, "sent_ns": 301, "ack_ns": None,
-         "outcome": "indeterminate", "partition": None, "offset": None, "error": "_MSG_TIMED_OUT"},
+         "outcome": "indeterminate", "partition": None, "offset": None, "error": "_MSG_TIMED_OUT",
+         "cause": "NOT_ENOUGH_REPLICAS"},
         {"run_id": "run-1", "producer": 3, "seq": 3, "key": -1, "intended_ns": 400, "sent_ns": None, "ack_ns": None,
-         "outcome": "indeterminate", "partition": None, "offset": None, "error": "_NO_REPORT"},
+         "outcome": "indeterminate", "partition": None, "offset": None, "error": "_NO_REPORT",
+         "cause": None},
     ]
 
 
@@ -108,7 +112,7 @@ def test_parts_are_plain_parquet_with_compact_encodings(tmp_path):
     out = ledger.ProduceLedgerWriter(tmp_path, "producer-000", "run-1", 0)
     sink, pack = out.row_sink(), out.ROW.pack
     for seq in range(1000):
-        sink(pack(seq, seq % 8, 1_000 + seq, 1_010 + seq, 5_000 + seq, seq % 3, seq // 3, 0, -1))
+        sink(pack(seq, seq % 8, 1_000 + seq, 1_010 + seq, 5_000 + seq, seq % 3, seq // 3, 0, -1, -1))
     out.close()
     [part] = tmp_path.glob("*.parquet")
     assert pq.read_table(part).schema == ledger.PRODUCE_SCHEMA  # no schema given: no dictionary types

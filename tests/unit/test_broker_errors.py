@@ -1,0 +1,53 @@
+"""The broker error behind a message the client gave up on, from librdkafka's debug log."""
+
+from __future__ import annotations
+
+import logging
+
+from benchmarks import broker_errors
+
+
+def record(message: str) -> logging.LogRecord:
+    return logging.LogRecord("kafka_bench.producer", logging.DEBUG, __file__, 1, message, None, None)
+
+
+def test_the_last_broker_error_per_partition_of_the_topic_is_kept():
+    said = broker_errors.BrokerErrorLog("bench-1")
+    for line in (
+        "[thrd:127.0.0.1:9093/1]: 127.0.0.1:9093/1: bench-1 [0]: MessageSet with 3 message(s) (MsgId 12, BaseSeq -1) "
+        "encountered error: Broker: Not leader for partition (actions Refresh,MsgNotPersisted)",
+        "[thrd:127.0.0.1:9093/1]: 127.0.0.1:9093/1: bench-1 [0]: MessageSet with 2 message(s) (MsgId 15, BaseSeq -1) "
+        "encountered error: Broker: Not enough in-sync replicas (actions Retry,MsgNotPersisted)",
+        "[thrd:127.0.0.1:9092/0]: 127.0.0.1:9092/0: other-topic [1]: MessageSet with 1 message(s) (MsgId 3, BaseSeq -1) "
+        "encountered error: Broker: Not enough in-sync replicas (actions Retry,MsgNotPersisted)",
+        "[thrd:127.0.0.1:9092/0]: 127.0.0.1:9092/0: bench-1 [2]: Produce MessageSet with 9 message(s) (900 bytes)",
+    ):
+        said.handle(record(line))
+    assert said.last(0) == "NOT_ENOUGH_REPLICAS"
+    assert said.last(1) is None  # another topic's partition 1
+    assert said.last(2) is None  # a request that did not fail
+    assert said.last(None) is None and said.last(-1) is None  # a message never given a partition
+
+
+def test_an_error_librdkafka_has_no_name_for_is_kept_in_its_words():
+    said = broker_errors.BrokerErrorLog("t")
+    said.handle(record("t [4]: MessageSet with 1 message(s) (MsgId 1, BaseSeq 0) encountered error: "
+                       "Something new (actions Retry)"))
+    assert said.last(4) == "Something new"
+
+
+def test_the_debug_context_is_added_to_the_users_own():
+    assert broker_errors.producer_config({"acks": "all"}) == {"acks": "all", "debug": "msg"}
+    assert broker_errors.producer_config({"debug": "broker,msg"})["debug"] == "broker,msg"
+    assert broker_errors.producer_config({"debug": "protocol"})["debug"] == "protocol,msg"
+
+
+def test_attached_to_a_silent_logger_it_sees_debug_records_and_prints_nothing(capsys):
+    from benchmarks.cluster import silent_logger
+
+    logger = silent_logger("kafka_bench.test_broker_errors")
+    said = broker_errors.attach(logger, "t")
+    logger.debug("t [0]: MessageSet with 1 message(s) (MsgId 1, BaseSeq 0) encountered error: "
+                 "Broker: Not enough in-sync replicas (actions Retry)")
+    assert said.last(0) == "NOT_ENOUGH_REPLICAS"
+    assert capsys.readouterr() == ("", "")
