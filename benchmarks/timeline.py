@@ -4,7 +4,6 @@ injections and heals) on the same wall clock as the ledger."""
 
 from __future__ import annotations
 
-import json
 import threading
 import time
 from collections.abc import Callable
@@ -13,7 +12,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from benchmarks import ledger
+from benchmarks import ledger, records
 
 TIMELINE_SCHEMA = pa.schema([
     ("run_id", pa.string()),
@@ -80,20 +79,22 @@ class TimelineSampler(threading.Thread):
 
 
 class EventLog:
-    """events.jsonl of a run: one JSON object per line, flushed at once, each naming its run."""
+    """events.jsonl of a run: one typed event (`benchmarks.records`) per line, flushed at once,
+    each stamped with the time it was written and its run."""
 
-    def __init__(self, path: Path, run_id: str = "") -> None:
+    def __init__(self, path: Path, run_id: str = "", clock: Callable[[], int] = time.time_ns) -> None:
         self.path = Path(path)
         self.run_id = run_id
+        self.clock = clock
         self._lock = threading.Lock()
 
-    def write(self, event: str, **detail: Any) -> dict[str, Any]:
-        line = {"t_ns": time.time_ns(), "run_id": self.run_id, "event": event, **detail}
+    def write(self, event: records.Event) -> records.Event:
+        stamped = event.model_copy(update={"t_ns": self.clock(), "run_id": self.run_id})
         with self._lock, open(self.path, "a", encoding="utf-8") as handle:
-            handle.write(json.dumps(line, default=str) + "\n")
-        return line
+            handle.write(stamped.model_dump_json() + "\n")
+        return stamped
 
-    def read(self) -> list[dict[str, Any]]:
+    def read(self) -> list[records.AnyEvent]:
         if not self.path.exists():
             return []
-        return [json.loads(line) for line in self.path.read_text().splitlines() if line.strip()]
+        return [records.EVENT.validate_json(line) for line in self.path.read_text().splitlines() if line.strip()]

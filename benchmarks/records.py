@@ -1,0 +1,214 @@
+"""The run directory's typed records: summary.json and the lines of events.jsonl.
+
+The runner writes them, the analysis reads them (its Spark schemas are derived from these
+models: `benchmarks.analysis.schemas`), the report and the tests read them: one definition
+of each, validated where it is written. An event is a union keyed on its name.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, field_validator
+
+
+class Record(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    def to_dict(self) -> dict[str, Any]:
+        return self.model_dump(mode="json")
+
+
+# ---------------------------------------------------------------- summary.json
+
+
+class ScheduledFault(Record):
+    """A fault of the scenario's schedule, as data (its target in words)."""
+
+    kind: str
+    target: str
+    at_s: float
+    heal_at_s: float | None
+
+
+class AppliedFault(Record):
+    """A fault as the run carried it out."""
+
+    fault_id: str
+    kind: str
+    target: str  # how the target was resolved: "leader of t-0: broker 2"
+    hosts: list[str]
+
+
+class LiveCounters(Record):
+    """What the load processes counted as they went (the checker's counts come from the ledgers)."""
+
+    sent: int
+    acked: int
+    failed: int
+    indeterminate: int
+
+
+class RunSummary(Record):
+    run_id: str
+    scenario: str
+    description: str
+    run_dir: str
+    topic: str
+    acks: str
+    replication_factor: int
+    min_insync_replicas: int
+    unclean_leader_election: bool
+    partitions: int
+    message_size: int
+    fault: str                          # the scenario's fault schedule in words, for people; "none"
+    fault_schedule: list[ScheduledFault]  # the same as data
+    load_start_ns: int                  # first intended send (wall clock, ns)
+    measured_from_ns: int               # end of the warm-up
+    load_end_ns: int                    # the load's end, as late as the scheduled steps made it
+    sent: int
+    acked: int
+    failed: int
+    indeterminate: int
+    acked_lost: int                     # acked, absent from the final read of the whole topic: lost + unseen
+    acked_lost_ids: list[str]           # up to 20 "producer:seq"
+    lost: int                           # the checker's (benchmarks/checker.py): acked, gone, a later offset read
+    unseen: int                         # acked, gone, nothing after it read
+    duplicates: int                     # extra copies in the log
+    final_read: int                     # distinct messages of this run found by the final read
+    consumed: dict[str, int]            # distinct messages per consumer group
+    throughput_msgs_s: float            # acked messages per second over the whole load (warm-up included)
+    faults: list[AppliedFault]
+    valid: bool
+    invalid_reasons: list[str]
+    live_counters: LiveCounters
+
+
+# ---------------------------------------------------------------- events.jsonl
+
+
+class Event(Record):
+    """Every line: when it was written (wall clock, ns) and which run wrote it (set by the log)."""
+
+    t_ns: int = 0
+    run_id: str = ""
+
+
+class RunStart(Event):
+    event: Literal["run-start"] = "run-start"
+    scenario: str
+    topic: str
+    seed: int
+    quick: bool
+    warmup_s: float
+    duration_s: float
+    inventory: str
+
+
+class HealBeforeRun(Event):
+    event: Literal["heal-before-run"] = "heal-before-run"
+
+
+class ClusterRecovered(Event):
+    event: Literal["cluster-recovered"] = "cluster-recovered"
+    waited_s: float
+
+
+class ProducePathWarm(Event):
+    event: Literal["produce-path-warm"] = "produce-path-warm"
+    seconds: float
+    sent: int
+    acked: int
+    window_p99_ms: list[float | None]  # per window; None: not a single ack in it
+    settled: bool
+
+    @field_validator("window_p99_ms", mode="before")
+    @classmethod
+    def _no_ack_is_none(cls, values: list[Any]) -> list[Any]:
+        return [None if isinstance(v, float) and not math.isfinite(v) else v for v in values]
+
+
+class LoadStart(Event):
+    event: Literal["load-start"] = "load-start"
+    start_ns: int
+    end_ns: int
+    measured_from_ns: int
+
+
+class FaultIntent(Event):
+    event: Literal["fault-intent"] = "fault-intent"
+    fault_id: str
+    kind: str
+    hosts: list[str]
+    broker: int | None
+    reason: str
+    scheduled_ns: int
+
+
+class FaultInjected(Event):
+    event: Literal["fault-injected"] = "fault-injected"
+    fault_id: str
+    at_ns: int  # when the fault acted on its host
+
+
+class FaultHealStart(Event):
+    event: Literal["fault-heal-start"] = "fault-heal-start"
+    fault_id: str
+    scheduled_ns: int
+
+
+class FaultHealed(Event):
+    event: Literal["fault-healed"] = "fault-healed"
+    fault_id: str
+    at_ns: int
+
+
+class ScheduleStepFailed(Event):
+    event: Literal["schedule-step-failed"] = "schedule-step-failed"
+    action: str
+    step: str
+    error: str
+
+
+class ConsumerKilled(Event):
+    event: Literal["consumer-killed"] = "consumer-killed"
+    group: str
+    pid: int
+
+
+class LoadEnd(Event):
+    event: Literal["load-end"] = "load-end"
+    end_ns: int
+    producers: list[dict[str, Any]]  # what each producer process got for itself (load.producer_meta)
+
+
+class HealAfterRun(Event):
+    event: Literal["heal-after-run"] = "heal-after-run"
+
+
+class Healed(Event):
+    event: Literal["healed"] = "healed"
+
+
+class FinalReadStart(Event):
+    event: Literal["final-read-start"] = "final-read-start"
+
+
+class FinalReadEnd(Event):
+    event: Literal["final-read-end"] = "final-read-end"
+    end_offsets: dict[int, int]  # per partition
+
+
+AnyEvent = Annotated[RunStart | HealBeforeRun | ClusterRecovered | ProducePathWarm | LoadStart | FaultIntent
+                     | FaultInjected | FaultHealStart | FaultHealed | ScheduleStepFailed | ConsumerKilled | LoadEnd
+                     | HealAfterRun | Healed | FinalReadStart | FinalReadEnd, Field(discriminator="event")]
+EVENT = TypeAdapter(AnyEvent)
+
+
+def event_name(model: type[Event]) -> str:
+    """An event's name as it stands in events.jsonl ("fault-injected")."""
+    return str(model.model_fields["event"].default)
+
+
+FAULT_INTENT, FAULT_INJECTED, FAULT_HEALED = (event_name(m) for m in (FaultIntent, FaultInjected, FaultHealed))
