@@ -1,15 +1,19 @@
 """What every analysis job expects of its inputs, checked at entry.
 
 The ledgers' Spark schemas are derived from the Parquet schemas the runner writes
-(`benchmarks.ledger`, `benchmarks.timeline`), so the two cannot drift apart."""
+(`benchmarks.ledger`, `benchmarks.timeline`), the runs' and events' from the records the
+runner writes (`benchmarks.records`): neither can drift apart from its writer."""
 
 from __future__ import annotations
 
+from typing import Any, Literal, get_args, get_origin
+
 import pyarrow as pa
+from pydantic import BaseModel
 from pyspark.sql import DataFrame
 from pyspark.sql import types as T
 
-from benchmarks import ledger, timeline
+from benchmarks import ledger, records, timeline
 
 
 class SchemaError(ValueError):
@@ -30,41 +34,48 @@ PRODUCE = from_arrow(ledger.PRODUCE_SCHEMA)
 CONSUME = from_arrow(ledger.CONSUME_SCHEMA)
 TIMELINE = from_arrow(timeline.TIMELINE_SCHEMA)
 
+_PYTHON_TO_SPARK = {str: T.StringType(), int: T.LongType(), float: T.DoubleType(), bool: T.BooleanType()}
+
+
+def _spark_type(annotation: Any) -> T.DataType:
+    """The Spark type of a records field: scalars, optional scalars, lists of scalars or records."""
+    args = [a for a in get_args(annotation) if a is not type(None)]
+    origin = get_origin(annotation)
+    if origin is Literal:  # an event's name
+        return _PYTHON_TO_SPARK[type(args[0])]
+    if origin is list:
+        return T.ArrayType(_spark_type(args[0]))
+    if args and origin is not dict:  # X | None
+        return _spark_type(args[0])
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return from_model(annotation, list(annotation.model_fields))
+    return _PYTHON_TO_SPARK[annotation]
+
+
+def from_model(model: type[BaseModel], names: list[str]) -> T.StructType:
+    """The Spark schema of the named fields of a records model (`benchmarks.records`)."""
+    return T.StructType([T.StructField(n, _spark_type(model.model_fields[n].annotation), True) for n in names])
+
+
+def from_events(names: list[str]) -> T.StructType:
+    """The named fields over every kind of event (a field an event lacks is null in its row)."""
+    fields: dict[str, Any] = {}
+    for model in get_args(get_args(records.AnyEvent)[0]):
+        for name, info in model.model_fields.items():
+            fields.setdefault(name, info.annotation)
+    return T.StructType([T.StructField(n, _spark_type(fields[n]), True) for n in names])
+
+
 # One row per run: what summary.json records of the run's settings and load window.
-RUNS = T.StructType([
-    T.StructField("run_id", T.StringType()),
-    T.StructField("scenario", T.StringType()),
-    T.StructField("description", T.StringType()),
-    T.StructField("acks", T.StringType()),
-    T.StructField("replication_factor", T.LongType()),
-    T.StructField("min_insync_replicas", T.LongType()),
-    T.StructField("unclean_leader_election", T.BooleanType()),
-    T.StructField("partitions", T.LongType()),
-    T.StructField("message_size", T.LongType()),
-    T.StructField("fault", T.StringType()),
-    T.StructField("fault_schedule", T.ArrayType(T.StructType([
-        T.StructField("kind", T.StringType()), T.StructField("target", T.StringType()),
-        T.StructField("at_s", T.DoubleType()), T.StructField("heal_at_s", T.DoubleType())]))),
-    T.StructField("load_start_ns", T.LongType()),
-    T.StructField("measured_from_ns", T.LongType()),
-    T.StructField("load_end_ns", T.LongType()),
-    T.StructField("valid", T.BooleanType()),
-    T.StructField("invalid_reasons", T.ArrayType(T.StringType())),
-])
+RUNS = from_model(records.RunSummary, [
+    "run_id", "scenario", "description", "acks", "replication_factor", "min_insync_replicas", "unclean_leader_election",
+    "partitions", "message_size", "fault", "fault_schedule", "load_start_ns", "measured_from_ns", "load_end_ns", "valid",
+    "invalid_reasons"])
 
 RUNS_SCALARS = T.StructType([f for f in RUNS.fields if not isinstance(f.dataType, T.ArrayType)])
 
 # events.jsonl: the fields the analysis uses; other fields of an event are ignored.
-EVENTS = T.StructType([
-    T.StructField("run_id", T.StringType()),
-    T.StructField("t_ns", T.LongType()),
-    T.StructField("event", T.StringType()),
-    T.StructField("fault_id", T.StringType()),
-    T.StructField("kind", T.StringType()),
-    T.StructField("broker", T.LongType()),
-    T.StructField("reason", T.StringType()),
-    T.StructField("at_ns", T.LongType()),
-])
+EVENTS = from_events(["run_id", "t_ns", "event", "fault_id", "kind", "broker", "reason", "at_ns"])
 
 
 def check(df: DataFrame, expected: T.StructType, name: str) -> DataFrame:

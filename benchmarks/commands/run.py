@@ -62,7 +62,7 @@ def summary_table(summaries: list[runner_lib.RunSummary], skipped: list[scenario
         table.add_row(s.scenario, s.acks, str(s.replication_factor), str(s.min_insync_replicas), str(s.sent),
                       str(s.acked), str(s.failed), str(s.indeterminate),
                       f"[red]{s.acked_lost}[/]" if s.acked_lost else "0", f"{s.throughput_msgs_s:,.0f}",
-                      "; ".join(f"{f['kind']} ({f['target']})" for f in s.faults) or "-",
+                      "; ".join(f"{f.kind} ({f.target})" for f in s.faults) or "-",
                       "yes" if s.valid else "[red]no[/]")
     for run in skipped:
         table.add_row(f"(point {run.index})", "", "", "", "", "", "", "", "", "", f"skipped: {run.skipped}", "")

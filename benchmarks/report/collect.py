@@ -6,6 +6,7 @@ import dataclasses
 from collections import defaultdict
 from typing import Any
 
+from benchmarks import records
 from benchmarks.analysis.metrics import Analysis
 
 LOST_IDS_SHOWN = 50
@@ -55,7 +56,8 @@ def collect(analysis: Analysis, events_rows: list[dict[str, Any]], source: str) 
         "phases", "end_to_end", "per_second", "errors", "segments", "health", "unavailability", "faults")}
     lost_all = _rows(analysis.lost.orderBy("run_id", "partition", "offset"))
     lost = _by_run(lost_all)
-    fault_events = _by_run([e for e in events_rows if e["event"] in ("fault-intent", "fault-injected", "fault-healed")])
+    kinds = (records.FAULT_INTENT, records.FAULT_INJECTED, records.FAULT_HEALED)
+    fault_events = _by_run([e for e in events_rows if e["event"] in kinds])
     runs = []
     for row in summary:
         rid = row["run_id"]

@@ -42,6 +42,9 @@ PRODUCED = [
     (1, 3, 9.5, 9.5, 9.51, "acked", 1, 8, None),
 ]
 
+# The broker error behind a message the client gave up on: (producer, seq) -> cause
+CAUSES = {(0, 7): "NOT_ENOUGH_REPLICAS"}
+
 # The final read: (producer, seq, partition, offset)
 FINAL_READ = [
     (0, 0, 0, 0), (0, 1, 0, 1), (0, 4, 0, 3), (0, 8, 0, 4), (0, 9, 0, 5),
@@ -77,7 +80,8 @@ def frames(spark):
         (RUN, ns(7.1), "fault-healed", "f1", None, None, None, ns(7)),
     ], schemas.EVENTS)
     produce = spark.createDataFrame(
-        [(RUN, p, s, -1, ns(i), ns(se), ns(a), o, part, off, e) for p, s, i, se, a, o, part, off, e in PRODUCED],
+        [(RUN, p, s, -1, ns(i), ns(se), ns(a), o, part, off, e, CAUSES.get((p, s)))
+         for p, s, i, se, a, o, part, off, e in PRODUCED],
         schemas.PRODUCE)
     consume = spark.createDataFrame(
         [(RUN, "final-read", "final", p, s, part, off, None, ns(11)) for p, s, part, off in FINAL_READ]

@@ -52,6 +52,13 @@ def test_message_status(analysis):
     assert status[(0, 5)] == "delivered"
 
 
+def test_errors_are_counted_with_the_broker_error_behind_them(spark, analysis):
+    expected = spark.createDataFrame(
+        [(RUN, "failed", "NOT_ENOUGH_REPLICAS", None, 2), (RUN, "indeterminate", "_MSG_TIMED_OUT", "NOT_ENOUGH_REPLICAS", 1)],
+        "run_id string, outcome string, error string, cause string, messages long")
+    assertDataFrameEqual(analysis.errors, expected)
+
+
 def test_phase_windows(spark, analysis):
     expected = spark.createDataFrame(
         [(RUN, "warmup", ns(0), ns(1)), (RUN, "steady", ns(1), ns(4)), (RUN, "fault", ns(4), ns(7)),
@@ -160,6 +167,7 @@ def test_summary_row(analysis):
             row.reordered) == (16, 13, 2, 1, 1, 1, 1, 1)
     assert (row.unavailable_s, row.unavailable_in_fault_s) == (pytest.approx(4.61), pytest.approx(4.61))
     assert row.new_leader_s == pytest.approx(2.0)
+    assert row.broker_errors == {"NOT_ENOUGH_REPLICAS": 1}
     assert row.throughput_msgs_s == pytest.approx(11 / 9)
     assert row.e2e_p99_ms == pytest.approx(1600)
 

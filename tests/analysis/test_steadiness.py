@@ -17,7 +17,7 @@ def produced(spark, rows):
     return spark.createDataFrame(
         [(RUN, 0, seq, 0, ns(t), ns(t), ns(ack), "acked" if ack is not None else "indeterminate",
           0 if ack is not None else None, seq if ack is not None else None,
-          None if ack is not None else "_MSG_TIMED_OUT") for seq, t, ack in rows], schemas.PRODUCE)
+          None if ack is not None else "_MSG_TIMED_OUT", None) for seq, t, ack in rows], schemas.PRODUCE)
 
 
 def bounds(spark, fault_start=None, load_end=10.0):

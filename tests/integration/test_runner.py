@@ -50,8 +50,8 @@ def test_leader_kill_with_acks_all_loses_no_acknowledged_write(cluster_up, runne
     acked = produced.filter(pc.equal(produced.column("outcome"), "acked"))
     assert acked.column("offset").null_count == 0 and acked.column("ack_ns").null_count == 0
     # The runner's live counters agree with the ledger.
-    assert summary.live_counters == {"sent": summary.sent, "acked": summary.acked, "failed": summary.failed,
-                                     "indeterminate": summary.indeterminate}
+    assert summary.live_counters.model_dump() == {"sent": summary.sent, "acked": summary.acked,
+                                                  "failed": summary.failed, "indeterminate": summary.indeterminate}
 
     # acks=all, RF 3, min ISR 2, leader SIGKILLed: nothing acknowledged is missing afterwards.
     assert summary.acked_lost == 0, summary.acked_lost_ids
@@ -95,7 +95,7 @@ def test_analysis_of_a_real_run_agrees_with_the_runner(cluster_up, runner, tmp_p
     report = outputs.build(str(tmp_path))
     [run] = report.data.runs
     s = run.summary
-    assert {k: s[k] for k in ("sent", "acked", "failed", "indeterminate")} == summary.live_counters
+    assert {k: s[k] for k in ("sent", "acked", "failed", "indeterminate")} == summary.live_counters.model_dump()
     assert s["lost"] + s["unseen"] == summary.acked_lost == 0
     assert s["sent"] > 10_000 and s["throughput_msgs_s"] > 0 and s["latency_p99_ms"] > 0
     killed = [f for f in run.faults if f["leader_before"] == f["broker"]]
@@ -118,8 +118,8 @@ def test_negative_control_acks_1_with_lagging_followers_loses_acked_writes(clust
     # followed): either way acknowledged and gone, and the verdict says so.
     assert analysed.severity == "bad" and ("LOST" in analysed.verdict or "MISSING" in analysed.verdict)
     assert len(summary.acked_lost_ids) == min(20, summary.acked_lost)
-    assert [f["kind"] for f in summary.faults] == ["broker-pause", "broker-pause", "broker-kill"]
-    assert len({f["hosts"][0] for f in summary.faults}) == 3, "the two pauses and the kill hit three different brokers"
+    assert [f.kind for f in summary.faults] == ["broker-pause", "broker-pause", "broker-kill"]
+    assert len({f.hosts[0] for f in summary.faults}) == 3, "the two pauses and the kill hit three different brokers"
 
 
 def test_negative_control_unclean_election_loses_acked_writes(cluster_up, runner, tmp_path, spark):
@@ -148,6 +148,24 @@ def test_a_fault_that_fails_at_run_time_invalidates_its_run_with_the_reason(clus
               .read_text().splitlines()]
     assert [e["step"] for e in events if e["event"] == "schedule-step-failed"] == ["faults[0] (broker-pause)"]
     assert summary.acked == summary.sent > 0
+
+
+def test_a_refused_write_is_recorded_with_the_brokers_error_behind_its_timeout(cluster_up, runner, tmp_path, spark):
+    """Seed 004's point: with a replica down and min ISR 2, the brokers refuse acks=all writes with
+    NOT_ENOUGH_REPLICAS; librdkafka retries until the delivery timeout and reports _MSG_TIMED_OUT.
+    The ledger, the analysis and the verdict name the broker's refusal."""
+    [run] = sc.load(ROOT / "benchmarks" / "suites" / "seeds" / "06-python-min-isr-2.yml")
+    summary = runner_lib.execute(run.scenario, cluster_up, LOCAL_INVENTORY, runner, tmp_path, quick=True, seed=5)
+    run_dir = tmp_path / os.path.basename(summary.run_dir)
+    produced = ledger.read(run_dir / "ledger" / "produce", ledger.PRODUCE_SCHEMA)
+    refused = produced.filter(pc.invert(pc.equal(produced.column("outcome"), "acked")))
+    assert refused.num_rows > 0 and summary.acked_lost == 0
+    causes = dict(zip(*pc.value_counts(refused.column("cause")).flatten()))
+    assert {c.as_py() for c in causes} >= {"NOT_ENOUGH_REPLICAS"}, causes
+    [analysed] = outputs.build(str(tmp_path)).data.runs
+    assert analysed.summary["broker_errors"]["NOT_ENOUGH_REPLICAS"] > 0
+    assert "the brokers answered NOT_ENOUGH_REPLICAS" in analysed.verdict
+    assert {(e["error"], e["cause"]) for e in analysed.errors} >= {("_MSG_TIMED_OUT", "NOT_ENOUGH_REPLICAS")}
 
 
 def test_heal_after_the_runner_was_killed_during_a_fault(cluster_up, tmp_path):
