@@ -47,7 +47,7 @@ def test_the_hand_built_run(spark):
 
 
 def test_a_synthetic_run_with_loss_duplicates_and_reordering(spark, tmp_path):
-    run_dir = ledger_synth.generate(tmp_path, 20_000, seed=3)
+    run_dir = ledger_synth.generate(tmp_path, 100_000, seed=3)
     data = inputs.read(spark, str(run_dir))
     expected = spark_counts(data.produce, data.consume)
     assert expected["lost"] > 0 and expected["duplicates"] > 0 and expected["indeterminate_delivered"] > 0
