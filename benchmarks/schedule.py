@@ -69,7 +69,7 @@ class Controller:
         self.steps = sorted([Step(warmup_s + f.at_s * factor, INJECT, i) for i, f in enumerate(self.faults)]
                             + [Step(warmup_s + at_s * factor, KILL_CONSUMER, group) for group, at_s in consumer_kills])
         self.records: dict[int, FaultRecord] = {}
-        self.active: dict[str, FaultRecord] = {}  # injected, not yet healed
+        self.active: dict[str, FaultRecord] = {}  # acted, not yet healed
         self.fault_log: list[records.AppliedFault] = []
         self.invalid: list[str] = []
         self._lock = threading.Lock()
@@ -135,8 +135,8 @@ class Controller:
         self.records[index] = record
         self.events.write(records.FaultIntent(fault_id=record.fault_id, kind=fault.kind, hosts=list(to.hosts),
                                               broker=to.broker_id, reason=to.reason, scheduled_ns=due_ns))
-        self.active[record.fault_id] = record
         at = self.injector.inject(record, not_before_ns=due_ns)
+        self.active[record.fault_id] = record  # from when it acted (its playbook may have waited for its time)
         self.events.write(records.FaultInjected(fault_id=record.fault_id, at_ns=int(at * 1e9)))
         self.fault_log.append(records.AppliedFault(fault_id=record.fault_id, kind=fault.kind, target=to.reason,
                                                    hosts=list(to.hosts)))
