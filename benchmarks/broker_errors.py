@@ -5,8 +5,10 @@ min.insync.replicas, NOT_LEADER_OR_FOLLOWER, ...) until `delivery.timeout.ms`, a
 reports only `_MSG_TIMED_OUT`: the broker's refusal, which is the point of a min-ISR lab, never
 reaches the delivery report. The client says it only in its debug log (the `msg` context: one
 line per failed produce request, naming topic, partition and error), so the producer turns
-that log on and keeps, per partition, the last broker error; a message that fails or times
-out is recorded in the ledger with it as its `cause`.
+that log on and keeps, per partition, the last error a produce request met; a message that
+fails or times out is recorded in the ledger with it as its `cause`. That error is a broker's
+answer, or the client's own (librdkafka's names start with "_": `_TIMED_OUT`, a request left
+unanswered; `_TRANSPORT`, a connection lost).
 
 This is the only place that reads librdkafka's words; they are the client's, not ours, and
 there is no other API for them.

@@ -35,7 +35,7 @@ PRODUCE_SCHEMA = pa.schema([
     ("partition", pa.int32()),      # null unless acked
     ("offset", pa.int64()),         # null unless acked
     ("error", pa.string()),         # librdkafka error name for failed / indeterminate
-    ("cause", pa.string()),         # the last broker error behind a failed / indeterminate one (broker_errors.py)
+    ("cause", pa.string()),         # the last produce error of its partition behind a failed / indeterminate one
 ])
 
 CONSUME_SCHEMA = pa.schema([

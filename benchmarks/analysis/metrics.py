@@ -94,7 +94,7 @@ SUMMARY_COLUMNS = (
     "indeterminate_delivered", "throughput_msgs_s", "throughput_mb_s", "latency_p50_ms", "latency_p99_ms",
     "latency_p999_ms", "latency_max_ms", "send_latency_p99_ms", "e2e_p99_ms", "unavailable_s", "unavailable_in_fault_s",
     "leaderless_partition", "leaderless_s", "new_leader_s", "steady", "steady_p99_first_ms", "steady_p99_last_ms",
-    "steady_acked_share", "broker_errors", "valid", "invalid_reasons",
+    "steady_acked_share", "causes", "valid", "invalid_reasons",
 )
 
 
@@ -105,7 +105,7 @@ def summarize(runs: DataFrame, counts_df: DataFrame, reordered_df: DataFrame, ph
     over the measured phase; unavailable_s is the worst partition's total time without acks
     (unavailable_in_fault_s: of windows overlapping the fault phase); leaderless_s the total of
     the windows in which the timeline saw leaderless_partition without a leader (the most such);
-    new_leader_s the slowest leader change after a fault; broker_errors, per broker error behind
+    new_leader_s the slowest leader change after a fault; causes, per error behind
     a failed or unconfirmed send (`errors`' cause), how many sends it was behind."""
     measured = phases.filter(F.col("phase") == "measured").select(
         "run_id", "throughput_msgs_s", "throughput_mb_s", "latency_p50_ms", "latency_p99_ms", "latency_p999_ms",
@@ -122,7 +122,7 @@ def summarize(runs: DataFrame, counts_df: DataFrame, reordered_df: DataFrame, ph
                                          F.max("_l").alias("leaderless_s")))
     causes = (errors_df.filter(F.col("cause").isNotNull()).groupBy("run_id", "cause")
               .agg(F.sum("messages").alias("_n"))
-              .groupBy("run_id").agg(F.map_from_entries(F.collect_list(F.struct("cause", "_n"))).alias("broker_errors")))
+              .groupBy("run_id").agg(F.map_from_entries(F.collect_list(F.struct("cause", "_n"))).alias("causes")))
     return (runs.join(counts_df, on="run_id", how="left").join(reordered_df, on="run_id", how="left")
             .join(measured, on="run_id", how="left").join(e2e_measured, on="run_id", how="left")
             .join(worst, on="run_id", how="left").join(leaders, on="run_id", how="left")

@@ -44,7 +44,7 @@ def summary_rows(data: ReportData) -> list[dict]:
     for row in rows:
         row["invalid_reasons"] = "; ".join(row["invalid_reasons"] or [])
         row["fault_schedule"] = json.dumps(row["fault_schedule"] or [])
-        row["broker_errors"] = json.dumps(row["broker_errors"] or {}, sort_keys=True)
+        row["causes"] = json.dumps(row["causes"] or {}, sort_keys=True)
     return rows
 
 

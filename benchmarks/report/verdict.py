@@ -56,9 +56,13 @@ def verdict(row: dict[str, Any], peers: list[dict[str, Any]]) -> tuple[str, str]
         said = [text for n, text in ((row["failed"], f"{_plural(row['failed'], 'send')} failed"),
                                      (row["indeterminate"], f"{_plural(row['indeterminate'], 'send')} unconfirmed")) if n]
         parts.append(" and ".join(said) + (f" ({written:,} of them written anyway)" if written else ""))
-        if row["broker_errors"]:  # what the brokers said behind them, where the client retried it until it gave up
-            parts.append("the brokers answered " + ", ".join(
-                f"{name} ({count:,})" for name, count in sorted(row["broker_errors"].items(), key=lambda kv: -kv[1])))
+        # What was behind them, where the client retried until it gave up: the brokers' answers,
+        # and the client's own errors (librdkafka's names start with "_": timeouts, lost connections).
+        causes = sorted((row["causes"] or {}).items(), key=lambda kv: -kv[1])
+        for who, mine in (("the brokers answered", False), ("the client saw", True)):
+            named = [f"{name} ({count:,})" for name, count in causes if name.startswith("_") is mine]
+            if named:
+                parts.append(f"{who} {', '.join(named)}")
         severity = "warn" if severity == "good" else severity
     if row["duplicates"]:
         parts.append(_plural(row["duplicates"], "duplicate"))

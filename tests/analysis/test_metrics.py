@@ -167,7 +167,7 @@ def test_summary_row(analysis):
             row.reordered) == (16, 13, 2, 1, 1, 1, 1, 1)
     assert (row.unavailable_s, row.unavailable_in_fault_s) == (pytest.approx(4.61), pytest.approx(4.61))
     assert row.new_leader_s == pytest.approx(2.0)
-    assert row.broker_errors == {"NOT_ENOUGH_REPLICAS": 1}
+    assert row.causes == {"NOT_ENOUGH_REPLICAS": 1}
     assert row.throughput_msgs_s == pytest.approx(11 / 9)
     assert row.e2e_p99_ms == pytest.approx(1600)
 

@@ -17,7 +17,7 @@ def row(**over):
             "latency_p99_ms": 10.0, "unavailable_in_fault_s": 0.0, "new_leader_s": None, "leaderless_s": None,
             "leaderless_partition": None, "valid": True,
             "steady": True, "steady_p99_first_ms": 9.0, "steady_p99_last_ms": 8.0, "steady_acked_share": 1.0,
-            "broker_errors": None, "invalid_reasons": []}
+            "causes": None, "invalid_reasons": []}
     return {**base, **over}
 
 
@@ -32,10 +32,10 @@ def test_throughput_is_compared_with_the_fastest_run_of_the_same_fault():
 def test_the_broker_errors_behind_unconfirmed_sends_are_named():
     """librdkafka retries NOT_ENOUGH_REPLICAS until the delivery timeout and reports _MSG_TIMED_OUT:
     the verdict says what the brokers answered."""
-    text, severity = verdict(row(indeterminate=3230, broker_errors={"NOT_ENOUGH_REPLICAS": 3200,
-                                                                     "NOT_LEADER_OR_FOLLOWER": 30}), [])
-    assert text == ("0 lost; 3,230 sends unconfirmed; the brokers answered NOT_ENOUGH_REPLICAS (3,200), "
-                    "NOT_LEADER_OR_FOLLOWER (30)")
+    text, severity = verdict(row(indeterminate=3250, causes={"NOT_ENOUGH_REPLICAS": 3200, "_TRANSPORT": 20,
+                                                             "NOT_LEADER_OR_FOLLOWER": 30}), [])
+    assert text == ("0 lost; 3,250 sends unconfirmed; the brokers answered NOT_ENOUGH_REPLICAS (3,200), "
+                    "NOT_LEADER_OR_FOLLOWER (30); the client saw _TRANSPORT (20)")
     assert severity == "warn"
 
 

@@ -163,7 +163,7 @@ def test_a_refused_write_is_recorded_with_the_brokers_error_behind_its_timeout(c
     causes = dict(zip(*pc.value_counts(refused.column("cause")).flatten()))
     assert {c.as_py() for c in causes} >= {"NOT_ENOUGH_REPLICAS"}, causes
     [analysed] = outputs.build(str(tmp_path)).data.runs
-    assert analysed.summary["broker_errors"]["NOT_ENOUGH_REPLICAS"] > 0
+    assert analysed.summary["causes"]["NOT_ENOUGH_REPLICAS"] > 0
     assert "the brokers answered NOT_ENOUGH_REPLICAS" in analysed.verdict
     assert {(e["error"], e["cause"]) for e in analysed.errors} >= {("_MSG_TIMED_OUT", "NOT_ENOUGH_REPLICAS")}
 
