@@ -104,17 +104,14 @@ class Warmup:
 
 
 def settled(window_p99_ms: list[float], tolerance: float = 0.25, floor_ms: float = 10.0) -> bool:
-    """The ack latency has stopped moving: the last two windows' p99s differ by at most
-    `tolerance` of the smaller, and the last is not above the one two windows before it by more
-    than that (a p99 climbing a little each second is a backlog building, not a steady path).
-    Windows under `floor_ms` agree whatever they are: a millisecond of jitter is not a trend."""
-    if len(window_p99_ms) < 2 or not all(math.isfinite(w) for w in window_p99_ms[-3:]):  # a window without an ack
+    """Two consecutive windows whose p99s differ by at most `tolerance` of the larger (or both
+    under `floor_ms`, where a millisecond of jitter is not a trend)."""
+    if len(window_p99_ms) < 2:
         return False
-    *before, a, b = window_p99_ms[-3:]
-    if max(a, b) <= floor_ms:
-        return True
-    rising = bool(before) and b > max(before[0], floor_ms) * (1 + tolerance)
-    return abs(a - b) <= tolerance * min(a, b) and not rising
+    a, b = window_p99_ms[-2:]
+    if not (math.isfinite(a) and math.isfinite(b)):  # a window without a single ack
+        return False
+    return max(a, b) <= floor_ms or abs(a - b) <= tolerance * max(a, b)
 
 
 def warm_produce_path(bootstrap: str, topic: str, producer_config: dict[str, Any], rate: float | None,
