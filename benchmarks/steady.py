@@ -31,12 +31,16 @@ class NotSteady(RuntimeError):
     """The cluster did not recover, or the produce path did not settle, in time; names what."""
 
 
+def off_preferred(status: cluster.ClusterStatus) -> list[cluster.PartitionState]:
+    """Partitions led by another replica than their preferred one (the first of their replicas)."""
+    return [p for p in status.partitions if p.leader is not None and p.replicas and p.leader != p.replicas[0]]
+
+
 def recovery_problems(status: cluster.ClusterStatus) -> list[str]:
     """What keeps the cluster from being recovered: its health problems, then partitions not led
     by their preferred replica."""
-    return status.problems() + [
-        f"{p.topic}-{p.partition} is led by {p.leader}, not its preferred replica {p.replicas[0]}"
-        for p in status.partitions if p.leader is not None and p.replicas and p.leader != p.replicas[0]]
+    return status.problems() + [f"{p.topic}-{p.partition} is led by {p.leader}, not its preferred replica "
+                                f"{p.replicas[0]}" for p in off_preferred(status)]
 
 
 def ensure_internal_topics(bootstrap: str) -> None:
@@ -75,9 +79,8 @@ def wait_recovered(inventory: ClusterInventory, timeout_s: float = 180.0,
         last = recovery_problems(status)
         if status.healthy and last:  # healthy but not on the preferred leaders: move them back
             moved: dict[str, list[int]] = {}
-            for p in status.partitions:
-                if p.leader is not None and p.replicas and p.leader != p.replicas[0]:
-                    moved.setdefault(p.topic, []).append(p.partition)
+            for p in off_preferred(status):
+                moved.setdefault(p.topic, []).append(p.partition)
             for topic, parts in moved.items():
                 elect(topic, parts)
         return not last
