@@ -66,6 +66,7 @@ class RunSummary(Record):
     fault_schedule: list[ScheduledFault]  # the same as data
     load_start_ns: int                  # first intended send (wall clock, ns)
     measured_from_ns: int               # end of the warm-up
+    warm_p50_ms: float | None           # p50 ack latency of the warmed produce path, just before the load
     load_end_ns: int                    # the load's end, as late as the scheduled steps made it
     sent: int
     acked: int
@@ -120,8 +121,11 @@ class ProducePathWarm(Event):
     seconds: float
     sent: int
     acked: int
-    window_p99_ms: list[float | None]  # per window; None: not a single ack in it
+    window_sent: list[int]             # per 1-s window: messages sent in it,
+    window_acked: list[int]            # acks received in it,
+    window_p99_ms: list[float | None]  # and their p99 (None: not a single ack in it)
     settled: bool
+    p50_ms: float | None               # p50 ack latency of the last windows: the warmed path's level
 
     @field_validator("window_p99_ms", mode="before")
     @classmethod

@@ -140,6 +140,7 @@ class Run:
     journal: faults.Journal = dataclasses.field(default_factory=faults.Journal)
     invalid: list[str] = dataclasses.field(default_factory=list)
     start_ns: int = 0
+    warm_p50_ms: float | None = None
 
     @property
     def bootstrap(self) -> str:
@@ -219,11 +220,15 @@ def _warm_up(run: Run) -> None:
     except WaitTimeout as exc:
         run.invalid.append(f"{exc} before the run")
     run.show("warming the produce path")
-    warm = steady.warm_produce_path(run.bootstrap, run.topic, dict(run.scenario.client.producer), run.scenario.workload.rate)
+    w = run.scenario.workload
+    warm = steady.warm_produce_path(run.bootstrap, run.topic, dict(run.scenario.client.producer), w.rate, w.keys)
     run.events.write(records.ProducePathWarm(**warm.to_dict()))
+    run.warm_p50_ms = warm.p50_ms
     if not warm.settled:
-        run.invalid.append(f"the produce path did not settle before the run: p99 per second "
-                           f"{warm.window_p99_ms} ms over {warm.seconds:.0f} s")
+        last = warm.windows[-steady.SETTLE_WINDOWS:]
+        run.invalid.append(f"the produce path did not settle in {warm.seconds:.0f} s before the run: in its last "
+                           f"seconds {[x.acked for x in last]} acks for {[x.sent for x in last]} sends, "
+                           f"p99 {[x.p99_ms for x in last]} ms")
 
 
 def _drive(run: Run) -> None:
@@ -313,6 +318,7 @@ def _summarize(run: Run) -> records.RunSummary:
         unclean_leader_election=w.unclean_leader_election, partitions=w.partitions, message_size=w.message_size,
         fault=s.fault_label, fault_schedule=[records.ScheduledFault(**f.schedule_entry()) for f in s.faults],
         load_start_ns=start_ns, measured_from_ns=start_ns + int(run.warmup_s * 1e9), load_end_ns=end_ns,
+        warm_p50_ms=run.warm_p50_ms if w.rate else None,  # an unthrottled load queues by design
         sent=verdict.sent, acked=verdict.acked, failed=verdict.failed, indeterminate=verdict.indeterminate,
         acked_lost=verdict.acked_lost, acked_lost_ids=verdict.missing_ids, lost=verdict.lost, unseen=verdict.unseen,
         duplicates=verdict.duplicates, final_read=verdict.final_read, consumed=consumed,

@@ -94,7 +94,7 @@ SUMMARY_COLUMNS = (
     "indeterminate_delivered", "throughput_msgs_s", "throughput_mb_s", "latency_p50_ms", "latency_p99_ms",
     "latency_p999_ms", "latency_max_ms", "send_latency_p99_ms", "e2e_p99_ms", "unavailable_s", "unavailable_in_fault_s",
     "leaderless_partition", "leaderless_s", "new_leader_s", "steady", "steady_p99_first_ms", "steady_p99_last_ms",
-    "steady_acked_share", "causes", "valid", "invalid_reasons",
+    "steady_p50_ms", "warm_p50_ms", "steady_acked_share", "causes", "valid", "invalid_reasons",
 )
 
 

@@ -11,7 +11,7 @@ from benchmarks.analysis import schemas
 
 def phase_bounds(runs: DataFrame, events: DataFrame) -> DataFrame:
     """One row per run: load_start_ns, measured_from_ns, fault_start_ns, fault_end_ns, load_end_ns
-    (fault columns null without a fault)."""
+    (fault columns null without a fault), and warm_p50_ms (the warmed path's level, for steadiness)."""
     runs = schemas.check(runs, schemas.RUNS, "runs")
     events = schemas.check(events, schemas.EVENTS, "events")
     injected = (events.filter(F.col("event") == records.FAULT_INJECTED).groupBy("run_id")
@@ -24,7 +24,7 @@ def phase_bounds(runs: DataFrame, events: DataFrame) -> DataFrame:
         "run_id", "load_start_ns", "measured_from_ns", "fault_start_ns",
         F.when(F.col("fault_start_ns").isNull(), F.lit(None).cast("long"))
          .when(all_healed, F.col("_last_heal")).otherwise(F.col("load_end_ns")).alias("fault_end_ns"),
-        "load_end_ns")
+        "load_end_ns", "warm_p50_ms")
 
 
 def phase_windows(bounds: DataFrame) -> DataFrame:

@@ -69,10 +69,13 @@ def from_events(names: list[str]) -> T.StructType:
 # One row per run: what summary.json records of the run's settings and load window.
 RUNS = from_model(records.RunSummary, [
     "run_id", "scenario", "description", "acks", "replication_factor", "min_insync_replicas", "unclean_leader_election",
-    "partitions", "message_size", "fault", "fault_schedule", "load_start_ns", "measured_from_ns", "load_end_ns", "valid",
-    "invalid_reasons"])
+    "partitions", "message_size", "fault", "fault_schedule", "load_start_ns", "measured_from_ns", "warm_p50_ms",
+    "load_end_ns", "valid", "invalid_reasons"])
 
-RUNS_SCALARS = T.StructType([f for f in RUNS.fields if not isinstance(f.dataType, T.ArrayType)])
+# The fields every summary.json must hold with a type Spark can infer: not the lists, and not
+# warm_p50_ms (null for an unthrottled load, and absent from runs of older versions, whose
+# steadiness is then judged without the level test).
+RUNS_SCALARS = T.StructType([f for f in RUNS.fields if not isinstance(f.dataType, T.ArrayType) and f.name != "warm_p50_ms"])
 
 # events.jsonl: the fields the analysis uses; other fields of an event are ignored.
 EVENTS = from_events(["run_id", "t_ns", "event", "fault_id", "kind", "broker", "reason", "at_ns"])

@@ -28,6 +28,10 @@ def _plural(n: int, word: str) -> str:
     return f"{n:,} {word}{'' if n == 1 else 's'}"
 
 
+def _against_warm(row: dict[str, Any]) -> str:
+    return "" if row.get("warm_p50_ms") is None else f" against {row['warm_p50_ms']:,.1f} ms on the warmed path"
+
+
 def verdict(row: dict[str, Any], peers: list[dict[str, Any]]) -> tuple[str, str]:
     """(verdict, severity) of `row`; severity is bad (acknowledged writes lost or unseen), warn
     (writes refused or unconfirmed, invalid run) or good."""
@@ -37,8 +41,8 @@ def verdict(row: dict[str, Any], peers: list[dict[str, Any]]) -> tuple[str, str]
         severity = "warn"
     if row["steady"] is False:  # None: too short to judge
         parts.append(f"NOT STEADY before any fault (p99 {row['steady_p99_first_ms'] or 0:,.0f} ms in its first third, "
-                     f"{row['steady_p99_last_ms'] or 0:,.0f} ms in its last; "
-                     f"{row['steady_acked_share'] or 0:.1%} of its sends acknowledged)")
+                     f"{row['steady_p99_last_ms'] or 0:,.0f} ms in its last; p50 {row['steady_p50_ms'] or 0:,.1f} ms"
+                     f"{_against_warm(row)}; {row['steady_acked_share'] or 0:.1%} of its sends acknowledged)")
         severity = "warn"
     if row["lost"]:
         parts.append(f"{_plural(row['lost'], 'acknowledged message')} LOST")

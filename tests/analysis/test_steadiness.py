@@ -20,19 +20,21 @@ def produced(spark, rows):
           None if ack is not None else "_MSG_TIMED_OUT", None) for seq, t, ack in rows], schemas.PRODUCE)
 
 
-def bounds(spark, fault_start=None, load_end=10.0):
-    return spark.createDataFrame([(RUN, ns(0), ns(1), ns(fault_start), None, ns(load_end))],
+def bounds(spark, fault_start=None, load_end=10.0, warm_p50_ms=None):
+    return spark.createDataFrame([(RUN, ns(0), ns(1), ns(fault_start), None, ns(load_end), warm_p50_ms)],
                                  "run_id string, load_start_ns long, measured_from_ns long, fault_start_ns long, "
-                                 "fault_end_ns long, load_end_ns long")
+                                 "fault_end_ns long, load_end_ns long, warm_p50_ms double")
 
 
 def test_the_hand_built_run_was_steady_before_its_fault(spark):
     runs, events, produce, _, _ = ledgers.frames(spark)
     got = steadiness.steadiness(produce, metrics.phase_bounds(runs, events))
-    # Steady phase 1-4 s: first third only seq 1 (20 ms), last third seq 4 (10 ms) and 5 (50 ms).
-    expected = spark.createDataFrame([(RUN, 3.0, 1.0, 20.0, 50.0, True)],
+    # Steady phase 1-4 s: first third only seq 1 (20 ms), last third seq 4 (10 ms) and 5 (50 ms);
+    # p50 of 20, 30, 100, 10, 50 ms: 30 ms, within 5x the warmed path's 10 ms.
+    expected = spark.createDataFrame([(RUN, 3.0, 1.0, 20.0, 50.0, 30.0, True)],
                                      "run_id string, steady_s double, steady_acked_share double, "
-                                     "steady_p99_first_ms double, steady_p99_last_ms double, steady boolean")
+                                     "steady_p99_first_ms double, steady_p99_last_ms double, steady_p50_ms double, "
+                                     "steady boolean")
     assertDataFrameEqual(got, expected, rtol=1e-3)
 
 
@@ -60,3 +62,22 @@ def test_jitter_at_low_latency_is_no_trend_and_a_short_phase_is_not_judged(spark
     assert one_broker_down.steady is True  # python-one-broker-down as measured: 53 ms, then 17 ms
     [short] = steadiness.steadiness(produced(spark, rows), bounds(spark, fault_start=2.5)).collect()
     assert short.steady is None and short.steady_s == pytest.approx(1.5)
+
+
+def test_a_backlog_that_builds_and_drains_inside_the_phase_is_not_steady(spark):
+    """durability-acks-all-rf3-000 as measured: the warmed path at p50 5 ms, then the load's acks
+    fell behind for 20 s (p50 0.4 s -> 2.4 s -> 0.04 s): no trend from end to end, all backlog."""
+    hump = [0.36, 1.1, 1.4, 1.1, 1.7, 2.1, 2.2, 2.4, 2.2, 1.9, 1.7, 1.6, 1.8, 1.9, 1.8, 2.2, 2.0, 1.9, 1.3, 0.7, 0.2, 0.04]
+    rows = [(i, 1 + i * 0.1, 1 + i * 0.1 + hump[min(i // 4, len(hump) - 1)]) for i in range(88)]
+    [row] = steadiness.steadiness(produced(spark, rows), bounds(spark, warm_p50_ms=5.2)).collect()
+    assert (row.steady, row.steady_acked_share) == (False, 1.0)
+    assert row.steady_p50_ms == pytest.approx(1700, rel=1e-3)
+    [unjudged] = steadiness.steadiness(produced(spark, rows), bounds(spark)).collect()
+    assert unjudged.steady is True  # an unthrottled load (no warm level): only the trend and the acks count
+
+
+def test_a_path_a_little_slower_than_the_warm_up_is_steady(spark):
+    """Two producer processes instead of the warm-up's one: p50 7.3 ms against 5.6 ms."""
+    rows = [(i, 1 + i * 0.1, 1 + i * 0.1 + 0.0073) for i in range(90)]
+    [row] = steadiness.steadiness(produced(spark, rows), bounds(spark, warm_p50_ms=5.6)).collect()
+    assert row.steady is True

@@ -17,7 +17,7 @@ def row(**over):
             "latency_p99_ms": 10.0, "unavailable_in_fault_s": 0.0, "new_leader_s": None, "leaderless_s": None,
             "leaderless_partition": None, "valid": True,
             "steady": True, "steady_p99_first_ms": 9.0, "steady_p99_last_ms": 8.0, "steady_acked_share": 1.0,
-            "causes": None, "invalid_reasons": []}
+            "steady_p50_ms": 5.0, "warm_p50_ms": 4.5, "causes": None, "invalid_reasons": []}
     return {**base, **over}
 
 
@@ -94,10 +94,14 @@ def test_a_leaderless_partition_is_named_and_no_failover_is_claimed():
 
 def test_a_run_whose_steady_phase_was_not_steady_is_flagged_never_good():
     text, severity = verdict(row(steady=False, steady_p99_first_ms=1044.0, steady_p99_last_ms=7.2,
-                                 steady_acked_share=1.0), [])
-    assert text == ("NOT STEADY before any fault (p99 1,044 ms in its first third, 7 ms in its last; 100.0% of its "
-                    "sends acknowledged); 0 lost")
+                                 steady_p50_ms=6.1, steady_acked_share=1.0), [])
+    assert text == ("NOT STEADY before any fault (p99 1,044 ms in its first third, 7 ms in its last; p50 6.1 ms "
+                    "against 4.5 ms on the warmed path; 100.0% of its sends acknowledged); 0 lost")
     assert severity == "warn"
+    backlog, _ = verdict(row(steady=False, steady_p99_first_ms=3231.0, steady_p99_last_ms=2360.0,
+                             steady_p50_ms=1816.0, warm_p50_ms=5.2, steady_acked_share=1.0), [])
+    assert backlog.startswith("NOT STEADY before any fault (p99 3,231 ms in its first third, 2,360 ms in its last; "
+                              "p50 1,816.0 ms against 5.2 ms on the warmed path;")
     assert verdict(row(steady=None), [])[1] == "good"  # too short to judge: nothing claimed either way
 
 
