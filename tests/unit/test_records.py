@@ -16,7 +16,7 @@ def test_events_are_stamped_written_and_read_back_typed(tmp_path):
     log = EventLog(tmp_path / "events.jsonl", "r1", clock=lambda: next(ticks))
     log.write(records.FaultInjected(fault_id="f1", at_ns=5))
     log.write(records.ProducePathWarm(seconds=3.0, sent=10, acked=9, window_sent=[5, 5], window_acked=[5, 4],
-                                            window_p99_ms=[4.5, float("inf")], settled=False))
+                                            window_p99_ms=[4.5, float("inf")], settled=False, p50_ms=None))
     lines = [json.loads(line) for line in (tmp_path / "events.jsonl").read_text().splitlines()]
     assert lines[0] == {"t_ns": 10, "run_id": "r1", "event": "fault-injected", "fault_id": "f1", "at_ns": 5}
     assert lines[1]["window_p99_ms"] == [4.5, None]  # a window without an ack
