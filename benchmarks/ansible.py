@@ -37,7 +37,7 @@ class PlaybookResult:
     failures: list[TaskFailure]
     elapsed_s: float
     artifact_dir: str = ""
-    outputs: list[str] = dataclasses.field(default_factory=list)  # stdout of tasks that changed something
+    outputs: list[tuple[str, str]] = dataclasses.field(default_factory=list)  # (host, stdout) of tasks that changed something
 
     @property
     def ok(self) -> bool:
@@ -111,7 +111,7 @@ class AnsibleRunner:
 
         private_data_dir = self._private_data_dir(playbook)
         failures: list[TaskFailure] = []
-        outputs: list[str] = []
+        outputs: list[tuple[str, str]] = []
         state = {"play": "", "task": ""}
 
         def on_event(event: Mapping[str, Any]) -> bool:
@@ -128,7 +128,7 @@ class AnsibleRunner:
                     failures.append(TaskFailure(host, data.get("task", state["task"]), _failure_message(res),
                                                 unreachable=name == "runner_on_unreachable", play=state["play"]))
                 if name == "runner_on_ok" and res.get("changed") and res.get("stdout"):
-                    outputs.append(str(res["stdout"]))
+                    outputs.append((host, str(res["stdout"])))
                 status = {
                     "runner_on_ok": "changed" if res.get("changed") else "ok",
                     "runner_on_failed": "failed",

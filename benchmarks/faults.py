@@ -15,11 +15,11 @@ import os
 import re
 import time
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from benchmarks import paths
+from benchmarks import clocks, paths
 from benchmarks.ansible import PlaybookResult, PlaybookRunner, summarize_failures
 from benchmarks.fault_kinds import FaultError, spec_of
 
@@ -87,8 +87,9 @@ class AnsibleFaultInjector:
     """Applies faults with the playbooks under playbooks/faults/, journaling every phase."""
 
     def __init__(self, runner: PlaybookRunner, inventory_path: Path, journal: Journal | None = None,
-                 clock: Callable[[], float] = time.time) -> None:
+                 clock: Callable[[], float] = time.time, offsets: Mapping[str, clocks.Offset] | None = None) -> None:
         self.runner = runner
+        self.offsets = dict(offsets or {})  # host -> its clock against ours (benchmarks/clocks.py); none: ours
         self.inventory_path = Path(inventory_path)
         self.journal = journal or Journal()
         self.clock = clock
@@ -100,16 +101,20 @@ class AnsibleFaultInjector:
                            str(self.inventory_path.resolve()), reason, dict(extravars or {}))
 
     def _apply(self, record: FaultRecord, phase: str, not_before_ns: int | None = None) -> float | None:
-        """Run the fault's playbook; returns when the control script acted (wall clock, s), if it did.
-        With `not_before_ns`, the playbook may start early: the host acts no earlier than that."""
-        timing = {"fault_not_before_ns": str(not_before_ns)} if not_before_ns else {}
+        """Run the fault's playbook; returns when the control script acted (the runner's wall
+        clock, s), if it did. With `not_before_ns` (the runner's clock), the playbook may start
+        early: the host acts no earlier than that. Both are converted by the hosts' clock offsets."""
+        at_host = clocks.latest_on_host(self.offsets, record.hosts, not_before_ns) if not_before_ns else None
+        timing = {"fault_not_before_ns": str(at_host)} if at_host else {}
         result = self.runner.run(spec_of(record.kind).playbook, self.inventory_path,
                                  extravars={**record.extravars, **timing, "fault_phase": phase},
                                  limit=",".join(record.hosts))
         if not result.ok:
             raise FaultError(f"{'injecting' if phase == 'inject' else 'reverting'} {record.kind} on "
                              f"{','.join(record.hosts)} failed:\n{summarize_failures(result.failures)}")
-        stamps = [int(m) for out in result.outputs for m in re.findall(r"at_ns=(\d+)", out)]
+        none = clocks.Offset("", 0, 0, "local")
+        stamps = [self.offsets.get(host, none).to_runner(int(m))
+                  for host, out in result.outputs for m in re.findall(r"at_ns=(\d+)", out)]
         return min(stamps) / 1e9 if stamps else None
 
     def inject(self, record: FaultRecord, not_before_ns: int | None = None) -> float:

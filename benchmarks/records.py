@@ -116,6 +116,20 @@ class ClusterRecovered(Event):
     waited_s: float
 
 
+class HostClock(Record):
+    host: str
+    offset_ns: int       # the host's clock minus the runner's
+    uncertainty_ns: int  # +- this
+    how: str             # "local" (the runner's own clock) or "ssh" (measured)
+
+
+class ClockOffsets(Event):
+    """The hosts' clocks against the runner's, measured before a run with faults (benchmarks/clocks.py)."""
+
+    event: Literal["clock-offsets"] = "clock-offsets"
+    hosts: list[HostClock]
+
+
 class ProducePathWarm(Event):
     event: Literal["produce-path-warm"] = "produce-path-warm"
     seconds: float
@@ -204,7 +218,7 @@ class FinalReadEnd(Event):
     end_offsets: dict[int, int]  # per partition
 
 
-AnyEvent = Annotated[RunStart | HealBeforeRun | ClusterRecovered | ProducePathWarm | LoadStart | FaultIntent
+AnyEvent = Annotated[RunStart | HealBeforeRun | ClusterRecovered | ClockOffsets | ProducePathWarm | LoadStart | FaultIntent
                      | FaultInjected | FaultHealStart | FaultHealed | ScheduleStepFailed | ConsumerKilled | LoadEnd
                      | HealAfterRun | Healed | FinalReadStart | FinalReadEnd, Field(discriminator="event")]
 EVENT = TypeAdapter(AnyEvent)

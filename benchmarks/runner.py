@@ -20,7 +20,7 @@ from typing import Any
 
 import yaml
 
-from benchmarks import checker, cluster, faults, ledger, load, records, schedule, steady, topics
+from benchmarks import checker, clocks, cluster, faults, ledger, load, records, schedule, steady, topics
 from benchmarks.ansible import AnsibleRunner, PlaybookRunner
 from benchmarks.fault_kinds import FaultSpec, Situation
 from benchmarks.inventory import ClusterInventory
@@ -141,6 +141,7 @@ class Run:
     invalid: list[str] = dataclasses.field(default_factory=list)
     start_ns: int = 0
     warm_p50_ms: float | None = None
+    offsets: dict[str, clocks.Offset] = dataclasses.field(default_factory=dict)  # host clocks against ours
 
     @property
     def bootstrap(self) -> str:
@@ -201,6 +202,12 @@ def _prepare(run: Run) -> None:
     run.show("waiting for a recovered cluster")
     steady.ensure_internal_topics(run.bootstrap)
     run.events.write(records.ClusterRecovered(waited_s=round(steady.wait_recovered(run.inventory), 3)))
+    if run.scenario.faults:
+        run.show("reading the hosts' clocks")
+        hosts = [b.name for b in run.inventory.brokers] + [z.name for z in run.inventory.zookeepers]
+        run.offsets = clocks.measure(run.inventory_path, hosts)
+        run.events.write(records.ClockOffsets(hosts=[records.HostClock(**dataclasses.asdict(o))
+                                                     for o in run.offsets.values()]))
     run.show("creating topic")
     config = {"min.insync.replicas": str(w.min_insync_replicas),
               "unclean.leader.election.enable": str(w.unclean_leader_election).lower(), **w.topic_config}
@@ -248,7 +255,8 @@ def _drive(run: Run) -> None:
     kills = [(g.name, g.kill_one_at_s) for g in w.consumer_groups if g.kill_one_at_s is not None]
     run.steps = steps = schedule.Controller(
         run.scenario.faults, kills, run.warmup_s, run.factor, run.start_ns,
-        faults.AnsibleFaultInjector(run.runner, run.inventory_path, run.journal), run.events, situation,
+        faults.AnsibleFaultInjector(run.runner, run.inventory_path, run.journal, offsets=run.offsets), run.events,
+        situation,
         run.workers.kill_one_consumer)
     try:
         while run.workers.producing():

@@ -120,6 +120,13 @@ def test_acks_all_writes_go_on_through_a_broker_kill_and_a_host_isolation(lab_cl
     healed = {e["fault_id"]: e for e in events if e["event"] == "fault-healed"}
     intents = {e["fault_id"]: e for e in events if e["event"] == "fault-intent"}
     assert sorted(e["kind"] for e in intents.values()) == ["broker-kill", "host-isolate"]
+    # Every host's clock read over SSH before the faults: the lab's hosts share this machine's
+    # kernel clock, so each measured offset is zero within its round trip (plus scheduling noise).
+    [offsets] = [e["hosts"] for e in events if e["event"] == "clock-offsets"]
+    assert sorted(o["host"] for o in offsets) == ["lab1", "lab2", "lab3"]
+    for o in offsets:
+        assert o["how"] == "ssh" and 0 < o["uncertainty_ns"] < 50e6, o
+        assert abs(o["offset_ns"]) <= o["uncertainty_ns"] + 5e6, o
     produced = ledger.read(run_dir / "ledger" / "produce", ledger.PRODUCE_SCHEMA)
     acks = produced.filter(pc.equal(produced.column("outcome"), "acked")).column("ack_ns")
     for fault_id, intent in intents.items():
