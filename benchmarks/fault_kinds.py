@@ -16,7 +16,7 @@ from typing import Annotated, Any, ClassVar, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from benchmarks.cluster import ClusterStatus
+from benchmarks.cluster import ClusterStatus, PartitionState
 from benchmarks.inventory import ClusterInventory
 
 
@@ -46,6 +46,11 @@ class Resolved:
     hosts: tuple[str, ...]  # inventory hosts the playbook is limited to
     broker_id: int | None
     reason: str  # how the target was chosen ("broker 1", "leader of t-0: broker 2", ...)
+
+
+def _partition(status: ClusterStatus | None, topic: str, partition: int) -> PartitionState | None:
+    """The partition as `status` shows it (None: not there, or no status)."""
+    return next((p for p in (status.topic(topic) if status else []) if p.partition == partition), None)
 
 
 class FaultTarget(Strict):
@@ -83,12 +88,12 @@ class FaultTarget(Strict):
                 raise FaultError("the cluster reports no controller to target")
             broker, reason = s.inventory.broker(status.controller_id), f"controller: broker {status.controller_id}"
         elif self.leader_of is not None:
-            led = next((p for p in (status.topic(topic) if status else []) if p.partition == self.leader_of), None)
+            led = _partition(status, topic, self.leader_of)
             if led is None or led.leader is None:
                 raise FaultError(f"partition {topic}-{self.leader_of} has no leader to target")
             broker, reason = s.inventory.broker(led.leader), f"leader of {topic}-{self.leader_of}: broker {led.leader}"
         elif self.follower_of is not None:
-            part = next((p for p in (status.topic(topic) if status else []) if p.partition == self.follower_of), None)
+            part = _partition(status, topic, self.follower_of)
             live = {b.broker_id for b in status.brokers if b.alive} if status else set()
             followers = [r for r in part.replicas if r != part.leader and r in live and r not in s.exclude] if part else []
             if not followers:

@@ -167,7 +167,7 @@ class FaultIntent(Event):
 class FaultInjected(Event):
     event: Literal["fault-injected"] = "fault-injected"
     fault_id: str
-    at_ns: int  # when the fault acted on its host
+    at_ns: int  # when the fault acted, on the runner's clock (a host's stamp less its clock offset)
 
 
 class FaultHealStart(Event):
@@ -179,7 +179,7 @@ class FaultHealStart(Event):
 class FaultHealed(Event):
     event: Literal["fault-healed"] = "fault-healed"
     fault_id: str
-    at_ns: int
+    at_ns: int  # as FaultInjected's
 
 
 class ScheduleStepFailed(Event):
