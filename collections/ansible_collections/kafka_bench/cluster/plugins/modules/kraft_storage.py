@@ -1,0 +1,103 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+"""Read a KRaft node's formatted storage (meta.properties) and propose fresh ids."""
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: kraft_storage
+short_description: Read the identity of a KRaft node's storage
+description:
+  - Reads O(path) (a C(meta.properties) written by C(kafka-storage format)) and returns the
+    cluster id, node id and directory id it holds, or empty strings when the storage is not
+    formatted yet.
+  - Also returns a fresh cluster id and directory id, generated the way Kafka's
+    C(Uuid.randomUuid()) does (16 random bytes, URL-safe base64 without padding, never starting
+    with C(-)), for a cluster or a controller formatted for the first time.
+  - Never changes anything; supports check mode.
+options:
+  path:
+    description: The meta.properties file of the node's metadata log directory.
+    type: path
+    required: true
+author: kafka-bench developers
+"""
+
+EXAMPLES = r"""
+- name: Read the node's storage identity
+  kafka_bench.cluster.kraft_storage:
+    path: /var/lib/kafka/data/meta.properties
+  register: storage
+"""
+
+RETURN = r"""
+formatted:
+  description: Whether the file exists.
+  returned: always
+  type: bool
+cluster_id:
+  description: The cluster id of the formatted storage, empty when not formatted.
+  returned: always
+  type: str
+node_id:
+  description: The node id of the formatted storage, empty when not formatted.
+  returned: always
+  type: str
+directory_id:
+  description: The directory id of the formatted storage, empty when not formatted.
+  returned: always
+  type: str
+new_cluster_id:
+  description: A fresh cluster id, for a cluster none of whose nodes is formatted.
+  returned: always
+  type: str
+new_directory_id:
+  description: A fresh directory id, for a controller formatted for the first time.
+  returned: always
+  type: str
+"""
+
+import base64
+import os
+import uuid
+
+from ansible.module_utils.basic import AnsibleModule
+
+
+def random_kafka_uuid():
+    """Kafka's Uuid.randomUuid(): a version-4 UUID in URL-safe base64 without padding; Kafka
+    regenerates ids that start with '-' (they read as command-line options)."""
+    while True:
+        text = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode("ascii").rstrip("=")
+        if not text.startswith("-"):
+            return text
+
+
+def read_properties(path):
+    values = {}
+    with open(path, encoding="utf-8") as handle:
+        for line in handle:
+            line = line.strip()
+            if line and not line.startswith("#") and "=" in line:
+                key, value = line.split("=", 1)
+                values[key.strip()] = value.strip()
+    return values
+
+
+def main():
+    module = AnsibleModule(argument_spec=dict(path=dict(type="path", required=True)), supports_check_mode=True)
+    path = module.params["path"]
+    values = {}
+    if os.path.exists(path):
+        try:
+            values = read_properties(path)
+        except OSError as exc:
+            module.fail_json(msg="kraft_storage: cannot read %s: %s" % (path, exc))
+    module.exit_json(changed=False, formatted=os.path.exists(path), cluster_id=values.get("cluster.id", ""),
+                     node_id=values.get("node.id", ""), directory_id=values.get("directory.id", ""),
+                     new_cluster_id=random_kafka_uuid(), new_directory_id=random_kafka_uuid())
+
+
+if __name__ == "__main__":
+    main()
