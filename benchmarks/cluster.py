@@ -1,5 +1,7 @@
 """What the cluster looks like now: brokers, controller, and leader / replicas / ISR of every
-partition (what `kafka-topics --describe` shows), plus the ZooKeeper servers' modes."""
+partition (what `kafka-topics --describe` shows), plus the ZooKeeper servers' modes, or in
+KRaft the controller quorum (active controller, epoch, each voter's lag), fenced brokers and
+each partition's Eligible Leader Replicas."""
 
 from __future__ import annotations
 
@@ -9,8 +11,10 @@ import os
 import socket
 import subprocess
 from collections.abc import Callable
+from struct import error as struct_error
 from typing import Any
 
+from benchmarks import kafka_protocol
 from benchmarks.inventory import ClusterInventory
 
 
@@ -25,6 +29,8 @@ class PartitionState:
     leader: int | None
     replicas: tuple[int, ...]
     isr: tuple[int, ...]
+    elr: tuple[int, ...] | None = None  # KRaft with ELR: replicas eligible to lead though out of the ISR
+    last_known_elr: tuple[int, ...] | None = None  # the ELR members last seen before they became ineligible
 
     @property
     def offline(self) -> bool:
@@ -41,13 +47,14 @@ class BrokerState:
     host: str
     port: int
     name: str
-    alive: bool  # registered with the cluster (metadata)
+    alive: bool  # registered with the cluster (metadata) and, in KRaft, not fenced
     listening: bool | None = None  # its port accepts connections; None: not checked
     process: str | None = None  # running, paused or stopped, from its control script; None: not checked here
+    fenced: bool = False  # KRaft: registered but fenced by the controller (no heartbeat, or catching up)
 
     def problems(self) -> list[str]:
         who = f"broker {self.broker_id} ({self.name}, {self.host}:{self.port})"
-        out = [f"{who} is not registered"] if not self.alive else []
+        out = [f"{who} is fenced" if self.fenced else f"{who} is not registered"] if not self.alive else []
         if self.process in ("stopped", "paused"):
             out.append(f"{who}: its process is {self.process}")
         if self.listening is False:
@@ -70,12 +77,44 @@ class ZooKeeperState:
 
 
 @dataclasses.dataclass(frozen=True)
+class ControllerState:
+    """A KRaft controller as the quorum sees it."""
+
+    node_id: int
+    name: str
+    endpoint: str
+    voter: bool  # one of the quorum's voters (else an observer, or unknown to the quorum)
+    lag: int | None  # metadata records behind the quorum's high watermark; None: not known
+    combined: bool = False
+    process: str | None = None  # as BrokerState.process
+
+    def problems(self, leader: int | None) -> list[str]:
+        who = f"controller {self.node_id} ({self.name}, {self.endpoint})"
+        out = []
+        if leader is not None and not self.voter:
+            out.append(f"{who} is not a voter of the quorum")
+        if self.process in ("stopped", "paused") and not self.combined:
+            out.append(f"{who}: its process is {self.process}")
+        return out
+
+
+@dataclasses.dataclass(frozen=True)
+class QuorumState:
+    leader_id: int | None
+    leader_epoch: int
+    high_watermark: int
+    controllers: tuple[ControllerState, ...]
+    error: str | None = None  # why the quorum could not be read
+
+
+@dataclasses.dataclass(frozen=True)
 class ClusterStatus:
     cluster_id: str | None
-    controller_id: int | None
+    controller_id: int | None  # the active controller (ZooKeeper: a broker; KRaft: the quorum's leader)
     brokers: tuple[BrokerState, ...]
     partitions: tuple[PartitionState, ...]
     zookeepers: tuple[ZooKeeperState, ...]
+    quorum: QuorumState | None = None  # KRaft only
 
     @property
     def healthy(self) -> bool:
@@ -87,6 +126,10 @@ class ClusterStatus:
     def problems(self) -> list[str]:
         out = [problem for b in self.brokers for problem in b.problems()]
         out += [problem for z in self.zookeepers for problem in z.problems()]
+        if self.quorum is not None:
+            if self.quorum.leader_id is None:
+                out.append(f"the controller quorum has no leader{f': {self.quorum.error}' if self.quorum.error else ''}")
+            out += [problem for c in self.quorum.controllers for problem in c.problems(self.quorum.leader_id)]
         out += [f"{p.topic}-{p.partition} has no leader" for p in self.partitions if p.offline]
         out += [f"{p.topic}-{p.partition} is under-replicated: ISR {list(p.isr)} of replicas {list(p.replicas)}"
                 for p in self.partitions if p.under_replicated and not p.offline]
@@ -100,8 +143,11 @@ class ClusterStatus:
             "problems": self.problems(),
             "brokers": [dataclasses.asdict(b) for b in self.brokers],
             "zookeepers": [dataclasses.asdict(z) for z in self.zookeepers],
+            "quorum": dataclasses.asdict(self.quorum) if self.quorum else None,
             "partitions": [
                 {**dataclasses.asdict(p), "replicas": list(p.replicas), "isr": list(p.isr),
+                 "elr": None if p.elr is None else list(p.elr),
+                 "last_known_elr": None if p.last_known_elr is None else list(p.last_known_elr),
                  "offline": p.offline, "under_replicated": p.under_replicated}
                 for p in sorted(self.partitions, key=lambda p: (p.topic, p.partition))
             ],
@@ -202,5 +248,97 @@ def describe(inventory: ClusterInventory, timeout: float = 10.0, include_interna
     zookeepers = tuple(ZooKeeperState(z.name, f"{z.host}:{z.port}", zk_probe(z.host, z.port),
                                       process_probe(z.host, z.ctl) if services else None) for z in inventory.zookeepers)
     controller = metadata.controller_id if metadata.controller_id >= 0 else None
+    quorum = None
+    if inventory.kraft:
+        kraft = kraft_state(inventory, [p.topic for p in partitions], timeout=min(timeout, 5.0))
+        quorum, controller = kraft.quorum(inventory, process_probe if services else None), kraft.leader
+        brokers = [dataclasses.replace(b, alive=b.alive and b.broker_id not in kraft.fenced,
+                                       fenced=b.broker_id in kraft.fenced) for b in brokers]
+        partitions = [dataclasses.replace(p, elr=e.elr, last_known_elr=e.last_known_elr)
+                      if (e := kraft.partitions.get((p.topic, p.partition))) else p for p in partitions]
     return ClusterStatus(metadata.cluster_id, controller, tuple(brokers),
-                         tuple(sorted(partitions, key=lambda p: (p.topic, p.partition))), zookeepers)
+                         tuple(sorted(partitions, key=lambda p: (p.topic, p.partition))), zookeepers, quorum)
+
+
+@dataclasses.dataclass(frozen=True)
+class KRaftState:
+    """What the KRaft requests say, read once: the quorum, fenced brokers, partitions' ELR."""
+
+    raw_quorum: kafka_protocol.Quorum | None
+    fenced: frozenset[int]
+    partitions: dict[tuple[str, int], kafka_protocol.PartitionInfo]
+    features: dict[str, int]
+    error: str | None = None
+
+    @property
+    def leader(self) -> int | None:
+        return self.raw_quorum.leader_id if self.raw_quorum else None
+
+    def quorum(self, inventory: ClusterInventory,
+               process_probe: Callable[[str, str], str | None] | None = None) -> QuorumState:
+        q = self.raw_quorum
+        voters = {r.node_id: r for r in q.voters} if q else {}
+        replicas = {**({r.node_id: r for r in q.observers} if q else {}), **voters}
+        controllers = tuple(ControllerState(
+            c.node_id, c.name, c.endpoint, c.node_id in voters,
+            q.lag(replicas[c.node_id]) if q and c.node_id in replicas else None, c.combined,
+            process_probe(c.host, c.ctl) if process_probe else None) for c in inventory.controllers)
+        return QuorumState(q.leader_id if q else None, q.leader_epoch if q else -1, q.high_watermark if q else -1,
+                           controllers, self.error)
+
+
+class KRaftProbe:
+    """Reads the KRaft state over kept connections (the timeline asks every 500 ms): the quorum
+    through the brokers (which forward DescribeQuorum to the active controller), else through
+    each controller (only the leader answers); fenced brokers and ELR from the brokers. A
+    connection that fails is dropped and the next address tried; errors are kept as data (a
+    quorum without a majority answers nothing)."""
+
+    def __init__(self, brokers: list[str], controllers: list[str], timeout: float = 1.0) -> None:
+        self.brokers, self.controllers, self.timeout = brokers, controllers, timeout
+        self._conns: dict[str, kafka_protocol.KafkaConnection] = {}
+
+    @classmethod
+    def of(cls, inventory: ClusterInventory, timeout: float = 1.0) -> KRaftProbe:
+        return cls([b.bootstrap for b in inventory.brokers], [c.endpoint for c in inventory.controllers], timeout)
+
+    def _ask(self, addresses: list[str], request: Callable[[kafka_protocol.KafkaConnection], Any],
+             errors: list[str]) -> Any:
+        for address in addresses:
+            try:
+                conn = self._conns.get(address) or kafka_protocol.KafkaConnection(address, self.timeout)
+                self._conns[address] = conn
+                return request(conn)
+            except (kafka_protocol.ProtocolError, OSError, struct_error) as exc:
+                errors.append(str(exc))
+                dropped = self._conns.pop(address, None)
+                if dropped:
+                    dropped.close()
+        return None
+
+    def read(self, topics: list[str]) -> KRaftState:
+        errors: list[str] = []
+        quorum = self._ask(self.brokers + self.controllers, lambda c: c.describe_quorum(), errors)
+        quorum_errors = list(errors)
+
+        def brokers_side(conn: kafka_protocol.KafkaConnection) -> tuple[Any, ...]:
+            _cluster_id, brokers = conn.describe_cluster()
+            parts = {(t, p.partition): p for t in sorted(set(topics)) for p in conn.describe_topic_partitions(t)}
+            return frozenset(b.broker_id for b in brokers if b.fenced), parts, conn.features
+
+        fenced, parts, features = self._ask(self.brokers, brokers_side, errors) or (frozenset(), {}, {})
+        return KRaftState(quorum, fenced, parts, features, None if quorum else "; ".join(quorum_errors[-2:]))
+
+    def close(self) -> None:
+        for conn in self._conns.values():
+            conn.close()
+        self._conns.clear()
+
+
+def kraft_state(inventory: ClusterInventory, topics: list[str], timeout: float = 2.0) -> KRaftState:
+    """The KRaft state, read once."""
+    probe = KRaftProbe.of(inventory, timeout)
+    try:
+        return probe.read(topics)
+    finally:
+        probe.close()

@@ -71,11 +71,24 @@ def status_tables(status: ClusterStatus) -> list[Table]:
     brokers = Table(title="Brokers", title_justify="left")
     for col in ("id", "inventory host", "endpoint", "state", "controller"):
         brokers.add_column(col)
+    kraft = status.quorum is not None
     for b in status.brokers:
         brokers.add_row(str(b.broker_id), b.name, f"{b.host}:{b.port}",
-                        "[green]up[/]" if b.alive else "[red]DOWN[/]",
+                        "[green]up[/]" if b.alive else "[red]FENCED[/]" if b.fenced else "[red]DOWN[/]",
                         "yes" if b.broker_id == status.controller_id else "")
     tables = [brokers]
+    if status.quorum is not None:
+        q = status.quorum
+        quorum = Table(title=f"Controller quorum (KRaft): leader {'none' if q.leader_id is None else q.leader_id}, "
+                             f"epoch {q.leader_epoch}", title_justify="left")
+        for col in ("id", "inventory host", "endpoint", "role", "lag"):
+            quorum.add_column(col)
+        for c in q.controllers:
+            role = ("[bold]leader[/]" if c.node_id == q.leader_id else "voter" if c.voter
+                    else "[red]not a voter[/]" if q.leader_id is not None else "[red]unknown[/]")
+            quorum.add_row(str(c.node_id), c.name + (" (combined)" if c.combined else ""), c.endpoint, role,
+                           "-" if c.lag is None else str(c.lag))
+        tables.append(quorum)
     if status.zookeepers:
         zk = Table(title="ZooKeeper", title_justify="left")
         for col in ("inventory host", "endpoint", "mode"):
@@ -84,12 +97,13 @@ def status_tables(status: ClusterStatus) -> list[Table]:
             zk.add_row(z.name, z.endpoint, z.mode or "[red]not answering[/]")
         tables.append(zk)
     parts = Table(title="Partitions", title_justify="left")
-    for col in ("topic", "partition", "leader", "replicas", "isr", "state"):
+    for col in ("topic", "partition", "leader", "replicas", "isr") + (("elr", "last known elr") if kraft else ()) + ("state",):
         parts.add_column(col)
     for p in status.partitions:
         state = ("[red]OFFLINE[/]" if p.offline else "[yellow]under-replicated[/]" if p.under_replicated else "[green]ok[/]")
+        elr = tuple("-" if ids is None else ",".join(map(str, ids)) for ids in (p.elr, p.last_known_elr)) if kraft else ()
         parts.add_row(p.topic, str(p.partition), "none" if p.leader is None else str(p.leader),
-                      ",".join(map(str, p.replicas)), ",".join(map(str, p.isr)), state)
+                      ",".join(map(str, p.replicas)), ",".join(map(str, p.isr)), *elr, state)
     if status.partitions:
         tables.append(parts)
     return tables
@@ -99,7 +113,8 @@ def print_status(status: ClusterStatus, out: Console = stdout) -> None:
     for table in status_tables(status):
         out.print(table)
     if status.healthy:
-        out.print(f"[green]healthy[/]: {len(status.brokers)} brokers, controller {status.controller_id}")
+        quorum = f", a quorum of {len(status.quorum.controllers)} controllers" if status.quorum else ""
+        out.print(f"[green]healthy[/]: {len(status.brokers)} brokers{quorum}, active controller {status.controller_id}")
     else:
         out.print("[red]not healthy[/]:")
         for problem in status.problems():

@@ -1,8 +1,9 @@
-"""Read an Ansible inventory the way the playbooks see it: brokers, ids, endpoints.
+"""Read an Ansible inventory the way the playbooks see it: brokers, controllers, ids, endpoints.
 
 Values come from the inventory (host_vars, group_vars, Jinja) through Ansible's own API;
 where the inventory leaves a value to the roles' defaults, the same default rule applies
-(port 9092, broker id = position in the group + kafka_broker_id_base, ...).
+(port 9092, broker id = position in the group + kafka_broker_id_base, a dedicated KRaft
+controller's node id = position in kafka_controller + kafka_controller_id_base, ...).
 """
 
 from __future__ import annotations
@@ -52,10 +53,60 @@ class ZooKeeperServer:
 
 
 @dataclasses.dataclass(frozen=True)
+class Controller:
+    """A KRaft controller: a process of its own, or the controller role of a combined node."""
+
+    name: str
+    node_id: int
+    host: str
+    port: int  # the controller listener
+    conf_dir: str
+    combined: bool  # the same process is a broker too
+
+    @property
+    def endpoint(self) -> str:
+        return f"{self.host}:{self.port}"
+
+    @property
+    def ctl(self) -> str:
+        return f"{self.conf_dir}/kafka-service"
+
+
+DEFAULT_KAFKA_VERSION = "3.9.2"  # roles/kafka/defaults/main.yml
+
+
+def default_metadata_mode(version: str) -> str:
+    """The role's default: ZooKeeper before Kafka 4.0, KRaft from 4.0 on."""
+    try:
+        major = int(version.split(".")[0])
+    except ValueError:
+        major = 0
+    return "kraft" if major >= 4 else "zookeeper"
+
+
+@dataclasses.dataclass(frozen=True)
 class ClusterInventory:
     path: Path
     brokers: tuple[Broker, ...]
     zookeepers: tuple[ZooKeeperServer, ...]
+    controllers: tuple[Controller, ...] = ()
+    metadata_mode: str = "zookeeper"  # kraft | zookeeper
+    kafka_version: str = DEFAULT_KAFKA_VERSION
+
+    @property
+    def kraft(self) -> bool:
+        return self.metadata_mode == "kraft"
+
+    @property
+    def quorum_bootstrap(self) -> str:
+        return ",".join(c.endpoint for c in self.controllers)
+
+    def controller(self, ident: int | str) -> Controller:
+        for c in self.controllers:
+            if str(ident) in (str(c.node_id), c.name):
+                return c
+        known = ", ".join(f"{c.name} (id {c.node_id})" for c in self.controllers) or "none"
+        raise InventoryError(f"{self.path}: no KRaft controller {ident!r}; controllers are {known}")
 
     @property
     def bootstrap_servers(self) -> str:
@@ -108,7 +159,8 @@ def read(path: Path | str) -> tuple[dict[str, list[str]], Callable[[str], HostVa
     return manager.get_groups_dict(), resolver
 
 
-def load(path: Path | str, kafka_group: str = "kafka", zookeeper_group: str = "zookeeper") -> ClusterInventory:
+def load(path: Path | str, kafka_group: str = "kafka", zookeeper_group: str = "zookeeper",
+         controller_group: str = "kafka_controller") -> ClusterInventory:
     path = Path(path)
     groups, resolver = read(path)
     brokers = []
@@ -131,4 +183,30 @@ def load(path: Path | str, kafka_group: str = "kafka", zookeeper_group: str = "z
         zookeepers.append(ZooKeeperServer(name, str(get("zookeeper_host", get("ansible_host", name))),
                                           int(get("zookeeper_client_port", 2181)),
                                           str(get("zookeeper_conf_dir", "/etc/zookeeper"))))
-    return ClusterInventory(path, tuple(brokers), tuple(zookeepers))
+    first = resolver(kafka_hosts[0])
+    version = str(first("kafka_version", DEFAULT_KAFKA_VERSION))
+    mode = str(first("kafka_metadata_mode", default_metadata_mode(version)))
+    if mode not in ("kraft", "zookeeper"):
+        raise InventoryError(f"{path}: kafka_metadata_mode is {mode!r}; allowed: kraft, zookeeper")
+    controllers = _controllers(path, groups.get(controller_group, []) if mode == "kraft" else [], resolver,
+                               {b.name: b for b in brokers})
+    if mode == "kraft" and not controllers:
+        raise InventoryError(f"{path}: KRaft mode needs controllers: group '{controller_group}' has no hosts")
+    return ClusterInventory(path, tuple(brokers), tuple(zookeepers), controllers, mode, version)
+
+
+def _controllers(path: Path, names: list[str], resolver: Callable[[str], HostVars],
+                 brokers: dict[str, Broker]) -> tuple[Controller, ...]:
+    out = []
+    for index, name in enumerate(names):
+        get = resolver(name)
+        try:
+            node_id = brokers[name].broker_id if name in brokers else int(
+                get("kafka_node_id", index + int(get("kafka_controller_id_base", 9990))))
+            port = int(get("kafka_controller_port", 9093))
+        except (TypeError, ValueError) as exc:
+            raise InventoryError(f"{path}: host {name}: kafka_node_id and kafka_controller_port must be integers "
+                                 f"({exc})") from exc
+        host = str(get("kafka_advertised_host", get("ansible_host", name)))
+        out.append(Controller(name, node_id, host, port, str(get("kafka_conf_dir", "/etc/kafka")), name in brokers))
+    return tuple(out)

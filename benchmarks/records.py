@@ -56,6 +56,8 @@ class RunSummary(Record):
     description: str
     run_dir: str
     topic: str
+    metadata_mode: str | None           # kraft | zookeeper (None: a run of an older version)
+    kafka_version: str | None           # as the inventory deploys it
     acks: str
     replication_factor: int
     min_insync_replicas: int

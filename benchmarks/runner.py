@@ -20,7 +20,7 @@ from typing import Any
 
 import yaml
 
-from benchmarks import checker, clocks, cluster, faults, ledger, load, records, schedule, steady, topics
+from benchmarks import checker, clocks, cluster, faults, kafka_protocol, ledger, load, records, schedule, steady, topics
 from benchmarks.ansible import AnsibleRunner, PlaybookRunner
 from benchmarks.fault_kinds import FaultSpec, Situation
 from benchmarks.inventory import ClusterInventory
@@ -68,16 +68,9 @@ def _effective_config(bootstrap: str, topic: str, scenario: Scenario) -> tuple[d
     from confluent_kafka.admin import ConfigResource
 
     admin = cluster.admin_client(bootstrap)
-    resource = ConfigResource(ConfigResource.Type.TOPIC, topic)
-    entries = admin.describe_configs([resource])[resource].result(timeout=30)
-    topic_config = {name: entry.value for name, entry in entries.items()}
-    brokers = {}
-    for broker_id in sorted(admin.list_topics(timeout=30).brokers):
-        res = ConfigResource(ConfigResource.Type.BROKER, str(broker_id))
-        brokers[str(broker_id)] = {n: e.value for n, e in admin.describe_configs([res])[res].result(timeout=30).items()
-                                   if not e.is_sensitive}
-    # A just-created topic reaches every broker's metadata cache a little later: ask until the
-    # answering broker knows it, or the comparison below would report a difference that is not.
+    # A just-created topic reaches every broker's metadata cache a little later (in KRaft, when
+    # the broker has replayed the metadata log that far): ask until the answering broker knows
+    # it, or the comparison below would report a difference that is not.
     def known() -> Any:
         md = admin.list_topics(topic, timeout=30).topics[topic]
         return md if md.partitions and not md.error else None
@@ -86,6 +79,23 @@ def _effective_config(bootstrap: str, topic: str, scenario: Scenario) -> tuple[d
         md = wait_until(known, 30, interval_s=0.2, what=f"the brokers to know {topic}")
     except WaitTimeout:  # compare with whatever the cluster says: the reasons below name it
         md = admin.list_topics(topic, timeout=30).topics[topic]
+    resource = ConfigResource(ConfigResource.Type.TOPIC, topic)
+
+    def topic_entries() -> Any:
+        try:
+            return admin.describe_configs([resource])[resource].result(timeout=30)
+        except confluent_kafka.KafkaException as exc:
+            if exc.args[0].code() == confluent_kafka.KafkaError.UNKNOWN_TOPIC_OR_PART:
+                return None  # the broker that answered has not replayed the topic's creation yet
+            raise
+
+    entries = wait_until(topic_entries, 30, interval_s=0.2, what=f"every broker to know {topic}")
+    topic_config = {name: entry.value for name, entry in entries.items()}
+    brokers = {}
+    for broker_id in sorted(admin.list_topics(timeout=30).brokers):
+        res = ConfigResource(ConfigResource.Type.BROKER, str(broker_id))
+        brokers[str(broker_id)] = {n: e.value for n, e in admin.describe_configs([res])[res].result(timeout=30).items()
+                                   if not e.is_sensitive}
     rf = {len(p.replicas) for p in md.partitions.values()}
     w = scenario.workload
     reasons = []
@@ -110,6 +120,21 @@ def _effective_config(bootstrap: str, topic: str, scenario: Scenario) -> tuple[d
         "brokers": brokers,
         "topic_layout": {"partitions": len(md.partitions), "replication_factor": sorted(rf)},
     }, reasons
+
+
+def _cluster_identity(inventory: ClusterInventory) -> dict[str, Any]:
+    """The cluster's mode and version (as its inventory deploys it) and the feature levels it has
+    finalized (as its brokers report them: metadata.version, kraft.version,
+    eligible.leader.replicas.version, transaction.version, group.version, ...)."""
+    features: dict[str, Any] = {}
+    try:
+        with kafka_protocol.first_answering([b.bootstrap for b in inventory.brokers]) as conn:
+            conn.api_versions()
+            features = {name: kafka_protocol.feature_level_name(name, level) for name, level in sorted(conn.features.items())}
+    except (kafka_protocol.ProtocolError, OSError) as exc:
+        features = {"error": str(exc)}
+    return {"metadata_mode": inventory.metadata_mode, "kafka_version": inventory.kafka_version,
+            "finalized_features": features}
 
 
 def _checked(run_dir: Path) -> tuple[checker.Verdict, dict[str, int]]:
@@ -177,7 +202,8 @@ def execute(scenario: Scenario, inventory: ClusterInventory, inventory_path: Pat
     timeline = None
     try:
         _prepare(run)
-        timeline = TimelineSampler(run.bootstrap, topic, run_dir / "timeline", run_id=run_id)
+        timeline = TimelineSampler(run.bootstrap, topic, run_dir / "timeline", run_id=run_id,
+                                   kraft=cluster.KRaftProbe.of(inventory) if inventory.kraft else None)
         timeline.start()
         try:
             _warm_up(run)
@@ -204,7 +230,8 @@ def _prepare(run: Run) -> None:
     run.events.write(records.ClusterRecovered(waited_s=round(steady.wait_recovered(run.inventory), 3)))
     if run.scenario.faults:
         run.show("reading the hosts' clocks")
-        hosts = [b.name for b in run.inventory.brokers] + [z.name for z in run.inventory.zookeepers]
+        hosts = list(dict.fromkeys([b.name for b in run.inventory.brokers] + [c.name for c in run.inventory.controllers]
+                                   + [z.name for z in run.inventory.zookeepers]))
         run.offsets = clocks.measure(run.inventory_path, hosts)
         run.events.write(records.ClockOffsets(hosts=[records.HostClock(**dataclasses.asdict(o))
                                                      for o in run.offsets.values()]))
@@ -214,6 +241,7 @@ def _prepare(run: Run) -> None:
     topics.ensure_topic(run.bootstrap, run.topic, w.partitions, w.replication_factor, config)
     _wait_fully_replicated(run.inventory, run.topic, w.partitions)
     effective, run.invalid = _effective_config(run.bootstrap, run.topic, run.scenario)
+    effective["cluster"] = _cluster_identity(run.inventory)
     (run.run_dir / "effective-config.json").write_text(json.dumps(effective, indent=2))
 
 
@@ -322,6 +350,7 @@ def _summarize(run: Run) -> records.RunSummary:
     start_ns, end_ns = run.start_ns, run.workers.end_ns
     summary = records.RunSummary(
         run_id=run.run_id, scenario=s.name, description=s.description, run_dir=str(run_dir), topic=run.topic,
+        metadata_mode=run.inventory.metadata_mode, kafka_version=run.inventory.kafka_version,
         acks=s.client.acks, replication_factor=w.replication_factor, min_insync_replicas=w.min_insync_replicas,
         unclean_leader_election=w.unclean_leader_election, partitions=w.partitions, message_size=w.message_size,
         fault=s.fault_label, fault_schedule=[records.ScheduledFault(**f.schedule_entry()) for f in s.faults],

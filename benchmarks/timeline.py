@@ -1,6 +1,10 @@
 """The cluster timeline of a run: leader, replicas and ISR of every partition of the run's
 topic and the controller, sampled every 500 ms, and every event (phases, fault intents,
-injections and heals) on the same wall clock as the ledger."""
+injections and heals) on the same wall clock as the ledger.
+
+In KRaft the same samples also hold the active controller's epoch, the fenced brokers and each
+partition's Eligible Leader Replicas (ELR) and last known ELR, and a second table, `quorum`,
+holds each controller's lag behind the quorum's high watermark (DescribeQuorum)."""
 
 from __future__ import annotations
 
@@ -8,11 +12,14 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
 from benchmarks import ledger, records
+
+if TYPE_CHECKING:
+    from benchmarks.cluster import KRaftProbe, KRaftState
 
 TIMELINE_SCHEMA = pa.schema([
     ("run_id", pa.string()),
@@ -25,13 +32,39 @@ TIMELINE_SCHEMA = pa.schema([
     ("isr", pa.string()),
     ("error", pa.string()),           # why the sample is empty, if it is
 ])
+#: Columns of KRaft clusters (null in ZooKeeper mode, and absent from runs of older versions).
+TIMELINE_KRAFT_FIELDS = [
+    pa.field("controller_epoch", pa.int32()),  # the quorum leader's epoch; null: no leader
+    pa.field("fenced", pa.string()),           # comma-separated broker ids registered but fenced
+    pa.field("elr", pa.string()),              # the partition's Eligible Leader Replicas; null: ELR off
+    pa.field("last_known_elr", pa.string()),
+]
+TIMELINE_SCHEMA = pa.schema(list(TIMELINE_SCHEMA) + TIMELINE_KRAFT_FIELDS)
+
+#: One row per controller per sample (KRaft): where the quorum stands.
+QUORUM_SCHEMA = pa.schema([
+    ("run_id", pa.string()),
+    ("t_ns", pa.int64()),
+    ("leader", pa.int32()),           # null: no leader, the quorum did not answer
+    ("epoch", pa.int32()),
+    ("high_watermark", pa.int64()),
+    ("node", pa.int32()),             # null with the error when nothing answered
+    ("voter", pa.bool_()),
+    ("lag", pa.int64()),              # metadata records behind the high watermark
+    ("error", pa.string()),
+])
+
+
+def _ids(ids: Any) -> str | None:
+    return None if ids is None else ",".join(map(str, ids))
 
 
 class TimelineSampler(threading.Thread):
     """Samples metadata of one topic every `interval_s` until stopped."""
 
     def __init__(self, bootstrap: str, topic: str, directory: Path, interval_s: float = 0.5,
-                 admin_factory: Callable[[str], Any] | None = None, run_id: str = "") -> None:
+                 admin_factory: Callable[[str], Any] | None = None, run_id: str = "",
+                 kraft: KRaftProbe | None = None, quorum_directory: Path | None = None) -> None:
         super().__init__(name="timeline", daemon=True)
         from benchmarks.cluster import admin_client
 
@@ -39,7 +72,10 @@ class TimelineSampler(threading.Thread):
         self.topic = topic
         self.run_id = run_id
         self.interval_s = interval_s
+        self.kraft = kraft
         self.out = ledger.LedgerWriter(directory, "timeline", TIMELINE_SCHEMA)
+        self.quorum_out = (ledger.LedgerWriter(quorum_directory or directory.parent / "quorum", "quorum", QUORUM_SCHEMA)
+                           if kraft else None)
         self._halt = threading.Event()
         self.samples = 0
         self.last: dict[int, tuple[int | None, tuple[int, ...]]] = {}  # partition -> (leader, isr)
@@ -51,31 +87,57 @@ class TimelineSampler(threading.Thread):
             next_at += self.interval_s
             self._halt.wait(max(0.0, next_at - time.monotonic()))
         self.out.close()
+        if self.quorum_out:
+            self.quorum_out.close()
 
     def sample(self) -> None:
         now = time.time_ns()
+        kraft = self._sample_quorum(now) if self.kraft else None
+        # In KRaft the metadata's controller id is any broker; the active controller is the quorum's leader.
+        epoch = kraft.raw_quorum.leader_epoch if kraft and kraft.raw_quorum else None
+        fenced = ",".join(map(str, sorted(kraft.fenced))) if kraft else None
         try:
             md = self.admin.list_topics(self.topic, timeout=max(0.4, self.interval_s))
         except Exception as exc:  # no broker answered: that is data too
-            self.out.append(self.run_id, now, None, "", None, None, None, None, str(exc)[:200])
+            self.out.append(self.run_id, now, kraft.leader if kraft else None, "", None, None, None, None,
+                            str(exc)[:200], epoch, fenced, None, None)
             return
         alive = ",".join(str(b) for b in sorted(md.brokers))
-        controller = md.controller_id if md.controller_id >= 0 else None
+        controller = kraft.leader if kraft else (md.controller_id if md.controller_id >= 0 else None)
         topic = md.topics.get(self.topic)
         if topic is None or not topic.partitions:
-            self.out.append(self.run_id, now, controller, alive, None, None, None, None, "topic not in metadata")
+            self.out.append(self.run_id, now, controller, alive, None, None, None, None, "topic not in metadata",
+                            epoch, fenced, None, None)
         else:
             for p in sorted(topic.partitions.values(), key=lambda p: p.id):
                 leader = p.leader if p.leader >= 0 else None
+                elr = kraft.partitions.get((self.topic, p.id)) if kraft else None
                 self.out.append(self.run_id, now, controller, alive, p.id, leader, ",".join(map(str, p.replicas)),
-                                ",".join(map(str, p.isrs)), None)
+                                ",".join(map(str, p.isrs)), None, epoch, fenced,
+                                _ids(elr.elr) if elr else None, _ids(elr.last_known_elr) if elr else None)
                 self.last[p.id] = (leader, tuple(p.isrs))
         self.samples += 1
         self.out.maybe_flush()
 
+    def _sample_quorum(self, now: int) -> KRaftState:
+        assert self.kraft is not None and self.quorum_out is not None
+        state = self.kraft.read([self.topic])
+        q = state.raw_quorum
+        if q is None:
+            self.quorum_out.append(self.run_id, now, None, None, None, None, None, None, (state.error or "")[:200])
+        else:
+            voters = {r.node_id for r in q.voters}
+            for r in sorted(q.voters + q.observers, key=lambda r: r.node_id):
+                self.quorum_out.append(self.run_id, now, q.leader_id, q.leader_epoch, q.high_watermark, r.node_id,
+                                       r.node_id in voters, q.lag(r), None)
+        self.quorum_out.maybe_flush()
+        return state
+
     def stop(self) -> None:
         self._halt.set()
         self.join(10)
+        if self.kraft:
+            self.kraft.close()
 
 
 class EventLog:

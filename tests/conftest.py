@@ -20,6 +20,7 @@ from benchmarks.wait import WaitTimeout, wait_until
 
 ROOT = paths.PROJECT_ROOT
 LOCAL_INVENTORY = paths.DEFAULT_INVENTORY
+KRAFT_INVENTORY = paths.INVENTORIES / "local-kraft"
 KAFKA_BENCH = str(Path(sys.executable).parent / "kafka-bench")
 T = TypeVar("T")
 

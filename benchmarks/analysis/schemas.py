@@ -32,7 +32,8 @@ def from_arrow(schema: pa.Schema) -> T.StructType:
 
 PRODUCE = from_arrow(ledger.PRODUCE_SCHEMA)
 CONSUME = from_arrow(ledger.CONSUME_SCHEMA)
-TIMELINE = from_arrow(timeline.TIMELINE_SCHEMA)
+# The timeline's columns the analysis reads: those every version wrote (KRaft's are read where used).
+TIMELINE = from_arrow(pa.schema([f for f in timeline.TIMELINE_SCHEMA if f not in timeline.TIMELINE_KRAFT_FIELDS]))
 
 _PYTHON_TO_SPARK = {str: T.StringType(), int: T.LongType(), float: T.DoubleType(), bool: T.BooleanType()}
 
@@ -68,14 +69,17 @@ def from_events(names: list[str]) -> T.StructType:
 
 # One row per run: what summary.json records of the run's settings and load window.
 RUNS = from_model(records.RunSummary, [
-    "run_id", "scenario", "description", "acks", "replication_factor", "min_insync_replicas", "unclean_leader_election",
+    "run_id", "scenario", "description", "metadata_mode", "kafka_version", "acks", "replication_factor",
+    "min_insync_replicas", "unclean_leader_election",
     "partitions", "message_size", "fault", "fault_schedule", "load_start_ns", "measured_from_ns", "warm_p50_ms",
     "load_end_ns", "valid", "invalid_reasons"])
 
 # The fields every summary.json must hold with a type Spark can infer: not the lists, and not
-# warm_p50_ms (null for an unthrottled load, and absent from runs of older versions, whose
-# steadiness is then judged without the level test).
-RUNS_SCALARS = T.StructType([f for f in RUNS.fields if not isinstance(f.dataType, T.ArrayType) and f.name != "warm_p50_ms"])
+# those absent from runs of older versions: warm_p50_ms (also null for an unthrottled load; the
+# steadiness is then judged without the level test), metadata_mode and kafka_version.
+NEWER_RUN_FIELDS = ("warm_p50_ms", "metadata_mode", "kafka_version")
+RUNS_SCALARS = T.StructType([f for f in RUNS.fields
+                             if not isinstance(f.dataType, T.ArrayType) and f.name not in NEWER_RUN_FIELDS])
 
 # events.jsonl: the fields the analysis uses; other fields of an event are ignored.
 EVENTS = from_events(["run_id", "t_ns", "event", "fault_id", "kind", "broker", "reason", "at_ns"])

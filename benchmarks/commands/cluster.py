@@ -80,7 +80,7 @@ def _describe(inv: inventory_lib.ClusterInventory) -> cluster_lib.ClusterStatus:
 
 @click.group()
 def cluster() -> None:
-    """Deploy, inspect and tear down a ZooKeeper + Kafka cluster with the project's playbooks."""
+    """Deploy, inspect and tear down a Kafka cluster (KRaft, or ZooKeeper mode) with the project's playbooks."""
 
 
 @cluster.command()
@@ -91,7 +91,9 @@ def cluster() -> None:
 def up(ctx: click.Context, inventory_path: Path, extra_vars: tuple[str, ...], check: bool) -> None:
     """Deploy and start the cluster (playbooks/site.yml), then show its status."""
     inv = load_inventory_or_exit(inventory_path)
-    run_playbook(ctx, f"Deploying {len(inv.brokers)} brokers and {len(inv.zookeepers)} ZooKeeper server(s) "
+    metadata = (f"a KRaft quorum of {len(inv.controllers)} controller(s)" if inv.kraft
+                else f"{len(inv.zookeepers)} ZooKeeper server(s)")
+    run_playbook(ctx, f"Deploying Kafka {inv.kafka_version}: {len(inv.brokers)} brokers and {metadata} "
                       f"from {inventory_path}", "site.yml", inventory_path, _extra_vars(extra_vars), check=check)
     if check:
         return
@@ -114,7 +116,8 @@ def up(ctx: click.Context, inventory_path: Path, extra_vars: tuple[str, ...], ch
 @click.option("--limit", "-l", default=None, help="Only these inventory hosts (Ansible pattern).")
 @click.pass_context
 def down(ctx: click.Context, inventory_path: Path, purge: bool, limit: str | None) -> None:
-    """Stop the brokers, then ZooKeeper (playbooks/stop.yml); with --purge, tear everything down."""
+    """Stop the brokers, then the KRaft controllers or ZooKeeper (playbooks/stop.yml); with --purge, tear
+    everything down."""
     load_inventory_or_exit(inventory_path)
     if purge:
         run_playbook(ctx, "Tearing the cluster down", "teardown.yml", inventory_path, limit=limit)

@@ -69,7 +69,7 @@ def _isr_p1(t: int) -> tuple[int | None, str]:
 
 def frames(spark):
     """(runs, events, produce, consume, timeline) DataFrames of the run."""
-    runs = spark.createDataFrame([(RUN, "hand-built", "a hand-built run", "all", 3, 2, False, 2, 100,
+    runs = spark.createDataFrame([(RUN, "hand-built", "a hand-built run", "kraft", "4.3.1", "all", 3, 2, False, 2, 100,
                                    "broker-kill (leader of 0) at 3 s",
                                    [{"kind": "broker-kill", "target": "leader of 0", "at_s": 3.0, "heal_at_s": None}],
                                    ns(0), ns(1), 10.0, ns(10), True, [])], schemas.RUNS)

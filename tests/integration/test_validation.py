@@ -9,15 +9,15 @@ import pytest
 import yaml
 
 from benchmarks.exit_codes import ExitCode
-from tests.conftest import LOCAL_INVENTORY, listening_ports, run_cli, service_pids
+from tests.conftest import KRAFT_INVENTORY, LOCAL_INVENTORY, listening_ports, run_cli, service_pids
 
 pytestmark = pytest.mark.slow
 
 
-def broken_inventory(tmp_path: Path, edit) -> Path:
-    """A copy of the local inventory, with its state under tmp_path, edited by `edit(hosts)`."""
+def broken_inventory(tmp_path: Path, edit, source: Path = LOCAL_INVENTORY) -> Path:
+    """A copy of an inventory (the local one unless told), with its state under tmp_path, edited by `edit(hosts)`."""
     inv = tmp_path / "inventory"
-    shutil.copytree(LOCAL_INVENTORY, inv)
+    shutil.copytree(source, inv)
     all_vars = inv / "group_vars" / "all.yml"
     doc = yaml.safe_load(all_vars.read_text())
     doc["kafka_bench_state_dir"] = str(tmp_path / "state")
@@ -52,9 +52,29 @@ def no_zookeeper(hosts):
     hosts["all"]["children"]["zookeeper"] = {"hosts": {}}
 
 
+def even_quorum(hosts):
+    del hosts["all"]["children"]["kafka_controller"]["hosts"]["broker2"]
+
+
+def controller_port_on_a_broker_port(hosts):
+    brokers(hosts)["broker1"]["kafka_controller_port"] = 9092
+
+
+def zookeeper_mode_with_kafka_4(hosts):
+    brokers(hosts)["broker0"]["kafka_metadata_mode"] = "zookeeper"
+
+
+KRAFT = "kraft"  # cases on a copy of inventories/local-kraft
+
 CASES = {
     "duplicate broker id": (duplicate_broker_id, ["broker0", "broker2", "broker.id 0", "kafka_broker_id"]),
     "duplicate port": (duplicate_port, ["broker0", "broker1", "127.0.0.1:9092", "kafka_port"]),
+    "kraft: even quorum": (even_quorum, ["broker0", "2 controllers (broker0, broker1)", "1, 3 or 5", KRAFT]),
+    "kraft: controller port on a broker port": (controller_port_on_a_broker_port, [
+        "broker1", "ports 9093, 9092", "kafka_controller_port", "clash on localhost with broker0 (ports 9092, 9192)",
+        KRAFT]),
+    "kraft: zookeeper mode with kafka 4": (zookeeper_mode_with_kafka_4, [
+        "broker0", "kafka_metadata_mode zookeeper is not available in Kafka 4.3.1", "kafka_version", KRAFT]),
     "min ISR above RF": (set_host_var("kafka_min_insync_replicas", 4),
                          ["broker0", "kafka_min_insync_replicas, got 4", "default.replication.factor"]),
     "unknown property": (set_host_var("kafka_host_server_properties", {"log.retention.hour": 5}),
@@ -74,7 +94,8 @@ def teardown_if_deployed(tmp_path, runner):
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_bad_input_fails_before_any_side_effect(case, tmp_path, teardown_if_deployed):
     edit, expected = CASES[case]
-    inv = broken_inventory(tmp_path, edit)
+    inv = broken_inventory(tmp_path, edit, KRAFT_INVENTORY if KRAFT in expected else LOCAL_INVENTORY)
+    expected = [fragment for fragment in expected if fragment != KRAFT]
     pids_before, ports_before = set(service_pids()), listening_ports()
 
     proc = run_cli("cluster", "up", "--inventory", str(inv), timeout=300)

@@ -73,7 +73,8 @@ def test_killed_broker_shows_as_down_with_shrunk_isr_and_offline_partition():
     ]
     doc = status.to_dict()
     assert doc["partitions"][1] == {"topic": "purchases", "partition": 1, "leader": None, "replicas": [1],
-                                    "isr": [], "offline": True, "under_replicated": True}
+                                    "isr": [], "elr": None, "last_known_elr": None, "offline": True,
+                                    "under_replicated": True}, "no ELR in ZooKeeper mode"
 
 
 def test_silent_zookeeper_makes_the_cluster_unhealthy():

@@ -128,7 +128,9 @@ def test_vagrant_topology_matches_its_inventories():
 def test_every_inventory_uses_the_same_group_names():
     for path in sorted((ROOT / "inventories").glob("*/hosts.yml")):
         groups = set(yaml.safe_load(path.read_text())["all"]["children"])
-        assert {"zookeeper", "kafka"} <= groups <= {"zookeeper", "kafka", "loadgen"}, path
+        # ZooKeeper mode: zookeeper and kafka; KRaft: kafka and kafka_controller (combined nodes are in both).
+        assert {"kafka"} <= groups <= {"zookeeper", "kafka", "kafka_controller", "loadgen"}, path
+        assert ("zookeeper" in groups) != ("kafka_controller" in groups), path
 
 
 def required_tool(name: str, package: str) -> str:

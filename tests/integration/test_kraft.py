@@ -1,0 +1,177 @@
+"""Kafka 4.3 in KRaft mode on this machine (inventories/local-kraft: three combined nodes), from
+nothing to teardown with the same playbooks as ZooKeeper mode; what the project reads of the
+quorum over the wire agrees with Kafka's own tools; a leader kill under acks=all loses nothing.
+
+The tests run in file order and share one cluster. The ZooKeeper cluster of the other modules
+uses the same broker ports: each module deploys its cluster and tears it down at its end.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import time
+
+import pyarrow.compute as pc
+import pytest
+
+from benchmarks import cluster, inventory, kafka_protocol, ledger, smoke
+from benchmarks import runner as runner_lib
+from benchmarks import scenario as sc
+from benchmarks.timeline import QUORUM_SCHEMA, TIMELINE_SCHEMA, TimelineSampler
+from tests.conftest import (
+    KRAFT_INVENTORY,
+    ROOT,
+    assert_ok,
+    listening_ports,
+    run_cli,
+    service_pids,
+    wait_for,
+)
+
+pytestmark = [pytest.mark.cluster, pytest.mark.slow]
+
+KRAFT_PORTS = {9092, 9093, 9094, 9192, 9193, 9194}
+STATE = ROOT / ".state" / "local-kraft"
+
+
+@pytest.fixture(scope="module")
+def kraft(runner):
+    """The KRaft cluster deployed from nothing (a leftover of an earlier run is torn down first)."""
+    assert_ok(runner.run("teardown.yml", KRAFT_INVENTORY))
+    assert not KRAFT_PORTS & listening_ports(), "a cluster still holds the ports: tear it down first"
+    started = time.monotonic()
+    result = assert_ok(runner.run("site.yml", KRAFT_INVENTORY))
+    print(f"\nsite.yml deployed the KRaft cluster in {time.monotonic() - started:.0f} s "
+          f"(changed={result.count('changed')})")
+    yield inventory.load(KRAFT_INVENTORY)
+    runner.run("teardown.yml", KRAFT_INVENTORY)
+
+
+def tool(node: str, *args: str) -> str:
+    return subprocess.run([str(STATE / node / "config" / "kafka-tool"), *args], capture_output=True, text=True,
+                          check=True, timeout=120).stdout
+
+
+def test_deploy_from_nothing_gives_three_combined_nodes_and_a_quorum(kraft):
+    assert kraft.kraft and kraft.kafka_version == "4.3.1"
+    status = cluster.describe(kraft)
+    assert status.healthy, status.problems()
+    assert [b.broker_id for b in status.brokers] == [0, 1, 2]
+    assert status.quorum is not None and status.quorum.leader_id in (0, 1, 2)
+    assert [(c.node_id, c.voter, c.combined) for c in status.quorum.controllers] == [
+        (0, True, True), (1, True, True), (2, True, True)]
+    assert status.controller_id == status.quorum.leader_id, "KRaft's active controller is the quorum leader"
+    props = (STATE / "broker1" / "config" / "server.properties").read_text()
+    for line in ("process.roles=broker,controller", "node.id=1",
+                 "controller.quorum.bootstrap.servers=127.0.0.1:9192,127.0.0.1:9193,127.0.0.1:9194",
+                 "listeners=PLAINTEXT://127.0.0.1:9093,CONTROLLER://127.0.0.1:9193"):
+        assert line in props.splitlines(), line
+    assert "zookeeper.connect" not in props and "broker.id" not in props
+    # One cluster id, formatted once on every node.
+    ids = {re.search(r"cluster.id=(\S+)", (STATE / n / "data" / "meta.properties").read_text()).group(1)
+           for n in ("broker0", "broker1", "broker2")}
+    assert len(ids) == 1 and status.cluster_id in ids
+
+
+def test_finalized_features_are_those_of_kafka_4_3(kraft):
+    with kafka_protocol.KafkaConnection(kraft.brokers[0].bootstrap) as conn:
+        conn.api_versions()
+        features = conn.features
+    assert kafka_protocol.feature_level_name("metadata.version", features["metadata.version"]) == "4.3-IV0"
+    assert features["eligible.leader.replicas.version"] == 1, "ELR is on by default for a new 4.x cluster"
+    assert features["kraft.version"] == 1, "a dynamic quorum (KIP-853)"
+    described = tool("broker0", "features", "describe")
+    assert re.search(r"Feature: metadata.version\s.*FinalizedVersionLevel: 4.3-IV0", described)
+
+
+def test_the_wire_reads_agree_with_kafkas_own_tools(kraft):
+    """DescribeQuorum and DescribeTopicPartitions as the project decodes them = what
+    kafka-metadata-quorum and kafka-topics print."""
+    assert smoke.run_smoke(kraft.bootstrap_servers, "purchases", 3, 3, messages=300).ok
+    status = tool("broker2", "metadata-quorum", "describe", "--status")
+    state = cluster.kraft_state(kraft, ["purchases"])
+    assert state.raw_quorum is not None
+    assert f"LeaderId:               {state.raw_quorum.leader_id}" in status
+    assert int(re.search(r"LeaderEpoch:\s+(\d+)", status).group(1)) == state.raw_quorum.leader_epoch
+    assert sorted(r.node_id for r in state.raw_quorum.voters) == [0, 1, 2]
+    described = tool("broker0", "topics", "--describe", "--topic", "purchases")
+    for p in range(3):
+        line = re.search(rf"Partition: {p}\tLeader: (\d+)\tReplicas: ([\d,]+)\tIsr: ([\d,]+)\tElr: ([\d,]*)"
+                         rf"\tLastKnownElr: ([\d,]*)", described)
+        assert line, described
+        info = state.partitions[("purchases", p)]
+        assert (str(info.leader), ",".join(map(str, info.replicas)), ",".join(map(str, info.isr))) == line.groups()[:3]
+        assert (",".join(map(str, info.elr or ())), ",".join(map(str, info.last_known_elr or ()))) == line.groups()[3:]
+
+
+def test_second_run_changes_nothing_and_check_mode_works(kraft, runner):
+    assert assert_ok(runner.run("site.yml", KRAFT_INVENTORY)).count("changed") == 0
+    assert assert_ok(runner.run("site.yml", KRAFT_INVENTORY, check=True)).count("changed") == 0
+
+
+def test_active_controller_sigkill_elects_another_and_the_timeline_shows_it(kraft, tmp_path):
+    before = cluster.kraft_state(kraft, [])
+    assert before.raw_quorum is not None
+    leader, epoch = before.raw_quorum.leader_id, before.raw_quorum.leader_epoch
+    sampler = TimelineSampler(kraft.bootstrap_servers, "purchases", tmp_path / "timeline", run_id="kraft",
+                              kraft=cluster.KRaftProbe.of(kraft))
+    sampler.start()
+    try:
+        time.sleep(2)
+        victim = kraft.controller(leader)
+        os.kill(int(subprocess.check_output([victim.ctl, "pid"], text=True)), signal.SIGKILL)
+        after = wait_for(lambda: (s := cluster.kraft_state(kraft, [])).leader not in (None, leader) and s, 60,
+                         what="a new quorum leader")
+        time.sleep(2)
+    finally:
+        sampler.stop()
+        subprocess.run([victim.ctl, "start"], check=True, capture_output=True, timeout=300)
+    assert after.raw_quorum.leader_epoch > epoch
+    rows = ledger.read(tmp_path / "timeline", TIMELINE_SCHEMA)
+    controllers = [c for c in rows.column("controller").to_pylist() if c is not None]
+    assert controllers[0] == leader and controllers[-1] == after.leader, controllers
+    assert max(e for e in rows.column("controller_epoch").to_pylist() if e is not None) == after.raw_quorum.leader_epoch
+    quorum = ledger.read(tmp_path / "quorum", QUORUM_SCHEMA)
+    assert set(pc.unique(quorum.column("node")).to_pylist()) >= {0, 1, 2}
+    wait_for(lambda: cluster.describe(kraft).healthy, 180, what="a healthy cluster after the controller is back")
+
+
+def leader_kill() -> sc.Scenario:
+    [run] = sc.load(ROOT / "benchmarks" / "suites" / "durability" / "01-leader-kill-acks-all.yml")
+    return run.scenario
+
+
+def test_leader_kill_with_acks_all_loses_nothing_on_kraft(kraft, runner, tmp_path):
+    summary = runner_lib.execute(leader_kill(), kraft, KRAFT_INVENTORY, runner, tmp_path, quick=True, seed=11)
+    assert summary.acked > 1000 and summary.acked_lost == 0 and summary.lost == 0, summary.acked_lost_ids
+    assert (summary.metadata_mode, summary.kafka_version) == ("kraft", "4.3.1")
+    effective = (tmp_path / os.path.basename(summary.run_dir) / "effective-config.json").read_text()
+    assert '"eligible.leader.replicas.version": "1"' in effective and '"metadata.version": "4.3-IV0"' in effective
+    [fault] = summary.faults
+    assert fault.kind == "broker-kill" and fault.target.startswith("leader of ")
+
+
+def test_rolling_restart_takes_the_quorum_leader_last(kraft, runner):
+    leader = cluster.kraft_state(kraft, []).leader
+    pids_before = {n: p for n, p in service_pids().items() if n.startswith("kafka-bench-kraft-")}
+    assert_ok(runner.run("rolling-restart.yml", KRAFT_INVENTORY))
+    pids = {n: p for n, p in service_pids().items() if n.startswith("kafka-bench-kraft-")}
+    assert set(pids) == set(pids_before) and not set(pids.values()) & set(pids_before.values()), "every node restarted"
+
+    def started(pid: int) -> int:
+        return int(open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[19])
+
+    newest = max(pids, key=lambda n: started(pids[n]))
+    assert newest == f"kafka-bench-kraft-broker{leader}", "the quorum leader goes down last"
+    assert cluster.describe(kraft).healthy
+
+
+def test_teardown_leaves_no_process_no_port_no_state(kraft, runner):
+    assert_ok(runner.run("teardown.yml", KRAFT_INVENTORY))
+    assert not {n for n in service_pids() if n.startswith("kafka-bench-kraft-")}
+    assert not KRAFT_PORTS & listening_ports()
+    assert not STATE.exists()
+    assert run_cli("cluster", "status", "--inventory", str(KRAFT_INVENTORY)).returncode == 6
