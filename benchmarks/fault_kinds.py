@@ -107,6 +107,8 @@ class FaultTarget(Strict):
                 raise FaultError("no live broker to target")
             broker = s.rng.choice(alive)
             reason = f"random: broker {broker.broker_id}"
+        if any(c.name == broker.name for c in s.inventory.controllers):
+            reason += f" (a combined node: controller {broker.broker_id} goes down with it)"
         return Resolved((broker.name,), broker.broker_id, reason)
 
 
@@ -119,6 +121,7 @@ class FaultSpec(Strict):
     kind: str  # each kind's class narrows it to its own name
     playbook: ClassVar[str]  # under playbooks/: inject and revert by fault_phase
     reads_cluster: ClassVar[bool] = True  # resolving the target needs the cluster's state
+    modes: ClassVar[frozenset[str]] = frozenset({"kraft", "zookeeper"})  # metadata modes the kind applies to
     needs_own_addresses: ClassVar[bool] = False  # brokers on hosts with addresses of their own
     heal_order: ClassVar[int] = 1  # `heal` reverts outstanding faults of lower order first
 
@@ -155,6 +158,11 @@ class FaultSpec(Strict):
         """(field, message) for each target the inventory has no server for."""
         return []
 
+    def controller_errors(self, controller_ids: tuple[int, ...]) -> list[tuple[str, str]]:
+        """(field, message) for each target the inventory's KRaft controllers (their node ids; none
+        on a ZooKeeper cluster) cannot carry out."""
+        return []
+
     def workload_errors(self, partitions: int) -> list[tuple[str, str]]:
         """(field, message) for each target the workload's topic has no partition for."""
         return []
@@ -176,6 +184,12 @@ class OnABroker(FaultSpec):
         return [(f"target.{field}", f"({partition}) is not a partition of a {partitions}-partition topic")
                 for field, partition in (("leader_of", self.target.leader_of), ("follower_of", self.target.follower_of))
                 if partition is not None and partition >= partitions]
+
+    def controller_errors(self, controller_ids: tuple[int, ...]) -> list[tuple[str, str]]:
+        if self.target.controller and controller_ids:
+            return [("target.controller", "in KRaft the active controller is a controller, not a broker: use "
+                     "controller-kill, controller-stop or controller-pause with target {active: true}")]
+        return []
 
     def inventory_errors(self, broker_ids: tuple[int, ...]) -> list[tuple[str, str]]:
         if self.target.broker is not None and self.target.broker not in broker_ids:
@@ -218,6 +232,7 @@ class ZooKeeperStop(FaultSpec):
     kind: Literal["zookeeper-stop"]
     playbook = "faults/zookeeper-stop.yml"
     reads_cluster = False
+    modes = frozenset({"zookeeper"})
     heal_order = 0  # healed before broker faults: brokers cannot register without ZooKeeper
 
     @model_validator(mode="before")
@@ -229,6 +244,114 @@ class ZooKeeperStop(FaultSpec):
 
     def resolve(self, situation: Situation) -> Resolved:
         return Resolved(tuple(z.name for z in situation.inventory.zookeepers), None, "every ZooKeeper server")
+
+
+class ControllerTarget(Strict):
+    """Exactly one of: the active controller (the quorum's leader), a voter that follows it, or a node id."""
+
+    active: bool = False
+    follower: bool = False
+    node: Annotated[int, Field(ge=0)] | None = None
+
+    @model_validator(mode="after")
+    def _exactly_one(self) -> ControllerTarget:
+        if sum([self.active, self.follower, self.node is not None]) != 1:
+            raise ValueError("set exactly one of active: true, follower: true, node")
+        return self
+
+    @property
+    def words(self) -> str:
+        return "active controller" if self.active else "a follower voter" if self.follower else f"controller {self.node}"
+
+    def resolve(self, s: Situation) -> Resolved:
+        quorum = s.status.quorum if s.status else None
+        if self.node is not None:
+            node, reason = self.node, f"controller {self.node}"
+        elif quorum is None or quorum.leader_id is None:
+            raise FaultError("the controller quorum has no leader to tell the active controller from its followers")
+        elif self.active:
+            node, reason = quorum.leader_id, f"active controller: {quorum.leader_id} (epoch {quorum.leader_epoch})"
+        else:
+            followers = [c.node_id for c in quorum.controllers if c.voter and c.node_id != quorum.leader_id
+                         and c.node_id not in s.exclude]
+            if not followers:
+                raise FaultError("the quorum has no follower voter to target")
+            node, reason = followers[0], f"follower voter: {followers[0]} (leader {quorum.leader_id})"
+        controller = s.inventory.controller(node)
+        if controller.combined:
+            reason += f" (a combined node: broker {node} goes down with it)"
+        return Resolved((controller.name,), node if controller.combined else None, reason)
+
+
+class OnAController(FaultSpec):
+    """A fault of one KRaft controller process (on a combined node, the broker's process too)."""
+
+    target: ControllerTarget = ControllerTarget(active=True)
+    modes = frozenset({"kraft"})
+    heal_order = 0  # controllers come back before brokers: a broker cannot register without a quorum
+
+    @property
+    def target_words(self) -> str:
+        return self.target.words
+
+    def resolve(self, situation: Situation) -> Resolved:
+        return self.target.resolve(situation)
+
+    def controller_errors(self, controller_ids: tuple[int, ...]) -> list[tuple[str, str]]:
+        if self.target.node is not None and self.target.node not in controller_ids:
+            return [("target.node", f"{self.target.node} is not a controller of the inventory; allowed: "
+                     + ", ".join(map(str, controller_ids)))]
+        return []
+
+
+class ControllerKill(OnAController):
+    """SIGKILL a controller: the quorum elects another leader if it was the active one."""
+
+    kind: Literal["controller-kill"]
+    playbook = "faults/controller-kill.yml"
+
+
+class ControllerStop(OnAController):
+    """A controller shut down cleanly (SIGTERM): an active controller resigns first."""
+
+    kind: Literal["controller-stop"]
+    playbook = "faults/controller-stop.yml"
+
+
+class ControllerPause(OnAController):
+    """SIGSTOP a controller: frozen, its connections open, until the quorum times it out."""
+
+    kind: Literal["controller-pause"]
+    playbook = "faults/controller-pause.yml"
+
+
+class QuorumLoss(FaultSpec):
+    """A majority of the controllers killed (the active one first, then followers by node id):
+    no leader can be elected, the metadata is frozen. What producers can still do is measured."""
+
+    kind: Literal["quorum-loss"]
+    playbook = "faults/quorum-loss.yml"
+    modes = frozenset({"kraft"})
+    heal_order = 0
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_target(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "target" in data:
+            raise ValueError("quorum-loss takes no target: it kills a majority of the controllers")
+        return data
+
+    def resolve(self, situation: Situation) -> Resolved:
+        controllers = situation.inventory.controllers
+        quorum = situation.status.quorum if situation.status else None
+        leader = quorum.leader_id if quorum else None
+        order = sorted(controllers, key=lambda c: (c.node_id != leader, c.node_id))
+        victims = order[:len(controllers) // 2 + 1]
+        combined = [c.node_id for c in victims if c.combined]
+        reason = (f"{len(victims)} of {len(controllers)} controllers: " + ", ".join(str(c.node_id) for c in victims)
+                  + (f" (leader {leader})" if leader is not None else "")
+                  + (f"; combined nodes: brokers {', '.join(map(str, combined))} go down with them" if combined else ""))
+        return Resolved(tuple(c.name for c in victims), None, reason)
 
 
 class HostIsolate(OnABroker):
@@ -257,7 +380,8 @@ class HostPartition(OnABroker):
 
 
 # The scenario's `faults` entries: a union keyed on `kind`, in the order users see the kinds.
-Fault = Annotated[BrokerKill | BrokerStop | BrokerPause | BrokerRestart | ZooKeeperStop | HostIsolate | HostPartition,
+Fault = Annotated[BrokerKill | BrokerStop | BrokerPause | BrokerRestart | ZooKeeperStop | ControllerKill
+                  | ControllerStop | ControllerPause | QuorumLoss | HostIsolate | HostPartition,
                   Field(discriminator="kind")]
 SPECS: tuple[type[FaultSpec], ...] = get_args(get_args(Fault)[0])
 KINDS: dict[str, type[FaultSpec]] = {get_args(spec.model_fields["kind"].annotation)[0]: spec for spec in SPECS}

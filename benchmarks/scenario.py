@@ -131,10 +131,13 @@ class Run(BaseModel):
 
 
 class ScenarioFile(Strict):
-    """The top level of a scenario file: a scenario plus an optional sweep."""
+    """The top level of a scenario file: a scenario, an optional sweep, and optionally what the
+    scenario becomes on a KRaft cluster (`kraft`: scenario keys that replace the scenario's there,
+    e.g. the faults of a ZooKeeper fault's KRaft equivalent, and a description that says so)."""
 
     scenario: dict[str, Any]
     sweep: dict[str, list[Any]] = {}
+    kraft: dict[str, Any] = {}
 
     @field_validator("sweep")
     @classmethod
@@ -192,6 +195,8 @@ class ClusterShape:
 
     broker_ids: tuple[int, ...]
     hosts: int  # distinct broker addresses
+    metadata_mode: str = "zookeeper"  # kraft | zookeeper: which fault kinds the cluster can have
+    controller_ids: tuple[int, ...] = ()  # KRaft controllers' node ids
 
 
 def _impossible(raw: dict[str, Any], cluster: ClusterShape | None) -> tuple[str, str] | None:
@@ -216,12 +221,19 @@ def _cluster_errors(run: Run, source: str, cluster: ClusterShape) -> list[str]:
     where = f" (sweep point {run.point})" if run.point else ""
     for index, fault in enumerate(run.scenario.faults if run.scenario else []):
         field = f"{source}{where}: scenario.faults[{index}]"
+        if cluster.metadata_mode not in fault.modes:
+            errors.append(f"{field}.kind: {fault.kind} needs a {' or '.join(sorted(fault.modes))} cluster; this "
+                          f"inventory runs {cluster.metadata_mode}, so allowed here: "
+                          + ", ".join(kind for kind, spec in KINDS.items() if cluster.metadata_mode in spec.modes))
+            continue
         errors += [f"{field}.{name}: {message}" for name, message in fault.inventory_errors(cluster.broker_ids)]
+        errors += [f"{field}.{name}: {message}" for name, message in fault.controller_errors(cluster.controller_ids)]
         if cluster.hosts < 2 and fault.needs_own_addresses:
             errors.append(f"{field}.kind: {fault.kind} needs brokers on hosts with "
                           "addresses of their own (inventories/lab, Vagrant or real hosts); this inventory "
                           "runs every broker on one address, so allowed here: "
-                          + ", ".join(kind for kind, spec in KINDS.items() if not spec.needs_own_addresses))
+                          + ", ".join(kind for kind, spec in KINDS.items()
+                                      if not spec.needs_own_addresses and cluster.metadata_mode in spec.modes))
     return errors
 
 
@@ -239,9 +251,15 @@ def parse(doc: Any, source: str = "<scenario>", cluster: ClusterShape | None = N
     paths = list(top.sweep)
     runs: list[Run] = []
     errors: list[str] = []
+    base = {**top.scenario, **top.kraft} if cluster is not None and cluster.metadata_mode == "kraft" else top.scenario
+    if top.kraft:  # the KRaft variant is checked wherever the file is read, not only on a KRaft cluster
+        try:
+            Scenario.model_validate({**top.scenario, **top.kraft})
+        except ValidationError as exc:
+            errors.append(_format(exc, source + " (its kraft variant)", "scenario."))
     for index, values in enumerate(itertools.product(*(top.sweep[p] for p in paths))):
         point = dict(zip(paths, values))
-        raw = copy.deepcopy(top.scenario)
+        raw = copy.deepcopy(base)
         for path, value in point.items():
             _set_path(raw, path, value)
         if point:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import re
-import signal
 import subprocess
 import time
 
@@ -20,7 +19,7 @@ import pytest
 from benchmarks import cluster, inventory, kafka_protocol, ledger, smoke
 from benchmarks import runner as runner_lib
 from benchmarks import scenario as sc
-from benchmarks.timeline import QUORUM_SCHEMA, TIMELINE_SCHEMA, TimelineSampler
+from benchmarks.timeline import QUORUM_SCHEMA, TIMELINE_SCHEMA
 from tests.conftest import (
     KRAFT_INVENTORY,
     ROOT,
@@ -112,40 +111,35 @@ def test_second_run_changes_nothing_and_check_mode_works(kraft, runner):
     assert assert_ok(runner.run("site.yml", KRAFT_INVENTORY, check=True)).count("changed") == 0
 
 
-def test_active_controller_sigkill_elects_another_and_the_timeline_shows_it(kraft, tmp_path):
-    before = cluster.kraft_state(kraft, [])
-    assert before.raw_quorum is not None
-    leader, epoch = before.raw_quorum.leader_id, before.raw_quorum.leader_epoch
-    sampler = TimelineSampler(kraft.bootstrap_servers, "purchases", tmp_path / "timeline", run_id="kraft",
-                              kraft=cluster.KRaftProbe.of(kraft))
-    sampler.start()
-    try:
-        time.sleep(2)
-        victim = kraft.controller(leader)
-        os.kill(int(subprocess.check_output([victim.ctl, "pid"], text=True)), signal.SIGKILL)
-        after = wait_for(lambda: (s := cluster.kraft_state(kraft, [])).leader not in (None, leader) and s, 60,
-                         what="a new quorum leader")
-        time.sleep(2)
-    finally:
-        sampler.stop()
-        subprocess.run([victim.ctl, "start"], check=True, capture_output=True, timeout=300)
-    assert after.raw_quorum.leader_epoch > epoch
-    rows = ledger.read(tmp_path / "timeline", TIMELINE_SCHEMA)
-    controllers = [c for c in rows.column("controller").to_pylist() if c is not None]
-    assert controllers[0] == leader and controllers[-1] == after.leader, controllers
-    assert max(e for e in rows.column("controller_epoch").to_pylist() if e is not None) == after.raw_quorum.leader_epoch
-    quorum = ledger.read(tmp_path / "quorum", QUORUM_SCHEMA)
-    assert set(pc.unique(quorum.column("node")).to_pylist()) >= {0, 1, 2}
-    wait_for(lambda: cluster.describe(kraft).healthy, 180, what="a healthy cluster after the controller is back")
-
-
-def leader_kill() -> sc.Scenario:
-    [run] = sc.load(ROOT / "benchmarks" / "suites" / "durability" / "01-leader-kill-acks-all.yml")
+def suite(name: str) -> sc.Scenario:
+    [run] = sc.load(ROOT / "benchmarks" / "suites" / "kraft" / f"{name}.yml")
     return run.scenario
 
 
+def test_active_controller_kill_elects_another_and_the_timeline_shows_it(kraft, runner, tmp_path):
+    """controller-kill {active: true} through its playbook under acks=all load: another
+    controller leads the quorum at a higher epoch, the run's timeline shows the change, the
+    fault says the broker of the combined node went down with it, nothing acknowledged is lost."""
+    leader = cluster.kraft_state(kraft, []).leader
+    summary = runner_lib.execute(suite("00-active-controller-kill"), kraft, KRAFT_INVENTORY, runner, tmp_path,
+                                 quick=True, seed=3)
+    assert summary.acked > 1000 and summary.acked_lost == 0, summary.acked_lost_ids
+    [fault] = summary.faults
+    assert fault.target.startswith(f"active controller: {leader} (epoch ")
+    assert fault.target.endswith(f"(a combined node: broker {leader} goes down with it)")
+    run_dir = tmp_path / os.path.basename(summary.run_dir)
+    rows = ledger.read(run_dir / "timeline", TIMELINE_SCHEMA).to_pylist()
+    seen = [(r["controller"], r["controller_epoch"]) for r in rows if r["controller"] is not None]
+    assert seen[0][0] == leader and any(c != leader for c, _ in seen), "a new active controller in the timeline"
+    assert max(e for _, e in seen) > seen[0][1], "at a higher epoch"
+    quorum = ledger.read(run_dir / "quorum", QUORUM_SCHEMA)
+    assert set(pc.unique(quorum.column("node")).to_pylist()) >= {0, 1, 2}
+    assert all(r["elr"] is not None for r in rows if r["partition"] is not None), "ELR is recorded (feature on)"
+    wait_for(lambda: cluster.describe(kraft).healthy, 180, what="a healthy cluster after the run")
+
+
 def test_leader_kill_with_acks_all_loses_nothing_on_kraft(kraft, runner, tmp_path):
-    summary = runner_lib.execute(leader_kill(), kraft, KRAFT_INVENTORY, runner, tmp_path, quick=True, seed=11)
+    summary = runner_lib.execute(suite("03-leader-kill"), kraft, KRAFT_INVENTORY, runner, tmp_path, quick=True, seed=11)
     assert summary.acked > 1000 and summary.acked_lost == 0 and summary.lost == 0, summary.acked_lost_ids
     assert (summary.metadata_mode, summary.kafka_version) == ("kraft", "4.3.1")
     effective = (tmp_path / os.path.basename(summary.run_dir) / "effective-config.json").read_text()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import random
 
 import pytest
@@ -9,7 +10,7 @@ from pydantic import TypeAdapter
 
 from benchmarks import faults, inventory
 from benchmarks.ansible import PlaybookResult
-from benchmarks.cluster import BrokerState, ClusterStatus, PartitionState
+from benchmarks.cluster import BrokerState, ClusterStatus, ControllerState, PartitionState, QuorumState
 from benchmarks.fault_kinds import KINDS, Fault, Resolved, Situation, spec_of
 from tests.conftest import LOCAL_INVENTORY, ROOT
 
@@ -154,3 +155,62 @@ def test_journal_lines_of_older_versions_without_options_still_heal(tmp_path):
                     f'"broker_id": 1, "inventory": "{LOCAL_INVENTORY.resolve()}", "reason": "broker 1"}}\n')
     [record] = faults.Journal(path).outstanding()
     assert (record.kind, record.hosts, record.extravars) == ("broker-kill", ("broker1",), {})
+
+
+# ---------------------------------------------------------------- KRaft controller faults
+
+KRAFT = inventory.load(ROOT / "inventories" / "local-kraft")
+DEDICATED = inventory.ClusterInventory(
+    KRAFT.path, KRAFT.brokers, (), tuple(inventory.Controller(f"ctl{i}", 9990 + i, "10.0.0.1", 9093, "/etc/kafka", False)
+                                        for i in range(3)), "kraft", "4.3.1")
+
+
+def kraft_status(inv, leader, voters):
+    quorum = QuorumState(leader, 7, 100, tuple(ControllerState(c.node_id, c.name, c.endpoint, c.node_id in voters, 0,
+                                                               c.combined) for c in inv.controllers))
+    return dataclasses.replace(status(controller=leader), quorum=quorum)
+
+
+def kraft_resolve(fault, inv, status_now, exclude=frozenset()):
+    return fault.resolve(Situation(inv, status_now, "t", random.Random(1), exclude))
+
+
+@pytest.mark.parametrize("target, hosts, broker, reason", [
+    ({"active": True}, ("ctl1",), None, "active controller: 9991 (epoch 7)"),
+    ({"follower": True}, ("ctl0",), None, "follower voter: 9990 (leader 9991)"),
+    ({"node": 9992}, ("ctl2",), None, "controller 9992"),
+])
+def test_controller_targets_resolve_to_controller_hosts(target, hosts, broker, reason):
+    kill = spec(kind="controller-kill", target=target)
+    assert kraft_resolve(kill, DEDICATED, kraft_status(DEDICATED, 9991, {9990, 9991, 9992})) == \
+        Resolved(hosts, broker, reason)
+
+
+def test_a_fault_on_a_combined_node_says_the_other_role_goes_down_with_it():
+    st = kraft_status(KRAFT, 2, {0, 1, 2})
+    assert kraft_resolve(spec(kind="controller-pause"), KRAFT, st) == Resolved(
+        ("broker2",), 2, "active controller: 2 (epoch 7) (a combined node: broker 2 goes down with it)")
+    assert kraft_resolve(spec(kind="broker-kill", target={"leader_of": 0}), KRAFT, st).reason == \
+        "leader of t-0: broker 2 (a combined node: controller 2 goes down with it)"
+
+
+def test_quorum_loss_kills_a_majority_leader_first():
+    loss = spec(kind="quorum-loss")
+    assert loss.heal_order == 0 and loss.playbook == "faults/quorum-loss.yml"
+    assert kraft_resolve(loss, DEDICATED, kraft_status(DEDICATED, 9992, {9990, 9991, 9992})) == Resolved(
+        ("ctl2", "ctl0"), None, "2 of 3 controllers: 9992, 9990 (leader 9992)")
+    assert "combined nodes: brokers 1, 0 go down with them" in kraft_resolve(
+        loss, KRAFT, kraft_status(KRAFT, 1, {0, 1, 2})).reason
+    with pytest.raises(ValueError, match="quorum-loss takes no target"):
+        spec(kind="quorum-loss", target={"active": True})
+
+
+def test_follower_target_needs_a_leader_and_a_follower():
+    with pytest.raises(faults.FaultError, match="no leader"):
+        kraft_resolve(spec(kind="controller-stop", target={"follower": True}), DEDICATED,
+                      kraft_status(DEDICATED, None, set()))
+    with pytest.raises(faults.FaultError, match="no follower voter"):
+        kraft_resolve(spec(kind="controller-stop", target={"follower": True}), DEDICATED,
+                      kraft_status(DEDICATED, 9990, {9990, 9991, 9992}), exclude=frozenset({9991, 9992}))
+    with pytest.raises(ValueError, match="exactly one of active: true, follower: true, node"):
+        spec(kind="controller-kill", target={"active": True, "node": 1})

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from benchmarks import scenario as sc
+from tests.conftest import ROOT
 
 THREE_BROKERS = sc.ClusterShape(broker_ids=(0, 1, 2), hosts=1)
 
@@ -90,7 +91,8 @@ def test_bootstrap_servers_come_from_the_inventory():
 def test_fault_kind_lists_the_allowed_values():
     msg = error_of(scenario={"faults": [{"kind": "broker-kil", "at_s": 1}]})
     assert "scenario.faults[0].kind: must be one of 'broker-kill', 'broker-stop', 'broker-pause', " \
-           "'broker-restart', 'zookeeper-stop', 'host-isolate' or 'host-partition' (got 'broker-kil')" in msg
+           "'broker-restart', 'zookeeper-stop', 'controller-kill', 'controller-stop', 'controller-pause', " \
+           "'quorum-loss', 'host-isolate' or 'host-partition' (got 'broker-kil')" in msg
 
 
 @pytest.mark.parametrize("target", [{}, {"broker": 1, "controller": True}, {"random": False}])
@@ -226,3 +228,43 @@ def test_network_faults_need_hosts_with_addresses_of_their_own():
             in str(info.value))
     assert "allowed here: broker-kill, broker-stop, broker-pause, broker-restart, zookeeper-stop" in str(info.value)
     assert len(sc.parse(doc, "demo.yml", sc.ClusterShape(broker_ids=(0, 1, 2), hosts=3))) == 1
+
+
+KRAFT_SHAPE = sc.ClusterShape(broker_ids=(0, 1, 2), hosts=1, metadata_mode="kraft", controller_ids=(0, 1, 2))
+
+
+def test_faults_of_the_other_metadata_mode_are_refused_naming_the_allowed_kinds():
+    zk_fault = {"scenario": {"name": "demo", "faults": [{"kind": "zookeeper-stop", "at_s": 1}]}}
+    with pytest.raises(sc.ScenarioError) as info:
+        sc.parse(zk_fault, "demo.yml", KRAFT_SHAPE)
+    assert ("demo.yml: scenario.faults[0].kind: zookeeper-stop needs a zookeeper cluster; this inventory runs kraft, "
+            "so allowed here: broker-kill, broker-stop, broker-pause, broker-restart, controller-kill, controller-stop, "
+            "controller-pause, quorum-loss, host-isolate, host-partition") in str(info.value)
+    kraft_fault = {"scenario": {"name": "demo", "faults": [{"kind": "quorum-loss", "at_s": 1}]}}
+    with pytest.raises(sc.ScenarioError, match="quorum-loss needs a kraft cluster; this inventory runs zookeeper, "
+                                               "so allowed here: broker-kill, .*zookeeper-stop"):
+        sc.parse(kraft_fault, "demo.yml", THREE_BROKERS)
+    assert len(sc.parse(kraft_fault, "demo.yml", KRAFT_SHAPE)) == 1
+
+
+def test_controller_targets_are_checked_against_the_inventory():
+    doc = {"scenario": {"name": "demo", "faults": [{"kind": "controller-kill", "at_s": 1, "target": {"node": 7}},
+                                                   {"kind": "broker-kill", "at_s": 2, "target": {"controller": True}}]}}
+    with pytest.raises(sc.ScenarioError) as info:
+        sc.parse(doc, "demo.yml", KRAFT_SHAPE)
+    assert "scenario.faults[0].target.node: 7 is not a controller of the inventory; allowed: 0, 1, 2" in str(info.value)
+    assert ("scenario.faults[1].target.controller: in KRaft the active controller is a controller, not a broker: use "
+            "controller-kill, controller-stop or controller-pause with target {active: true}") in str(info.value)
+
+
+def test_a_scenario_becomes_its_kraft_variant_on_a_kraft_cluster():
+    [path] = (ROOT / "benchmarks" / "suites" / "seeds").glob("05-*.yml")
+    [zk] = sc.load(path, THREE_BROKERS)
+    [kraft] = sc.load(path, KRAFT_SHAPE)
+    assert [f.kind for f in zk.scenario.faults] == ["zookeeper-stop"]
+    assert [f.kind for f in kraft.scenario.faults] == ["quorum-loss"]
+    assert "KRaft equivalent of ZooKeeper stopped" in kraft.scenario.description
+    assert kraft.scenario.workload == zk.scenario.workload
+    bad = {"scenario": {"name": "demo"}, "kraft": {"faults": [{"kind": "quorum-loss", "at_s": 1, "target": {"node": 1}}]}}
+    with pytest.raises(sc.ScenarioError, match=r"demo.yml \(its kraft variant\).*quorum-loss takes no target"):
+        sc.parse(bad, "demo.yml", THREE_BROKERS)
