@@ -12,7 +12,7 @@ INVENTORY ?= inventories/local
 # Tools the tests and playbooks start (ansible-playbook, molecule, ...) come from the venv.
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: bench bench-durability bench-lab perf perf-deps perf-analysis report test test-deps test-unit test-cluster test-roles test-lab lint install cluster-up cluster-down cluster-status lab-deps lab-up lab-down clean
+.PHONY: bench bench-durability bench-kraft bench-lab perf perf-deps perf-analysis report test test-deps test-unit test-cluster test-roles test-lab lint install cluster-up cluster-down cluster-status lab-deps lab-up lab-down clean
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -32,6 +32,16 @@ bench: install
 bench-durability: install
 	$(BIN)/kafka-bench cluster up --inventory $(INVENTORY)
 	$(BIN)/kafka-bench run durability --quick --inventory $(INVENTORY)
+
+## The seed labs on Kafka 4.3 in KRaft mode (inventories/local-kraft: three combined nodes), side by
+## side with the newest ZooKeeper seeds run when there is one. The two clusters share the broker
+## ports: the ZooKeeper one is stopped first (its data stays).
+KRAFT_INVENTORY := inventories/local-kraft
+bench-kraft: install
+	$(BIN)/kafka-bench cluster down --inventory $(INVENTORY)
+	$(BIN)/kafka-bench cluster up --inventory $(KRAFT_INVENTORY)
+	$(BIN)/kafka-bench run seeds --quick --inventory $(KRAFT_INVENTORY)
+	$(BIN)/kafka-bench compare --newest seeds --out benchmarks/results/compare-seeds
 
 ## Load generator vs Kafka's producer-perf-test, ledger on vs off, open-loop accuracy, and the
 ## C reference loop (benchmarks/perf/native/sendloop.c) beside it.

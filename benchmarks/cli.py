@@ -8,6 +8,7 @@ import click
 
 from benchmarks import __version__
 from benchmarks.commands import cluster as cluster_commands
+from benchmarks.commands import compare as compare_commands
 from benchmarks.commands import heal as heal_commands
 from benchmarks.commands import lab as lab_commands
 from benchmarks.commands import report as report_commands
@@ -26,6 +27,7 @@ cli.add_command(heal_commands.heal)
 cli.add_command(lab_commands.lab)
 cli.add_command(run_commands.run)
 cli.add_command(report_commands.report)
+cli.add_command(compare_commands.compare)
 
 
 def main() -> None:

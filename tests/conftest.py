@@ -117,6 +117,13 @@ def deployed_cluster(runner, local_inventory):
 
 
 @pytest.fixture(scope="session")
+def results_by_mode(tmp_path_factory) -> Path:
+    """Analysed result directories of the same scenario on each metadata mode (<dir>/kraft,
+    <dir>/zookeeper), for `kafka-bench compare` on real runs."""
+    return tmp_path_factory.mktemp("results-by-mode")
+
+
+@pytest.fixture(scope="session")
 def spark():
     """One SparkSession for every test that analyses ledgers (local[2], quiet)."""
     from benchmarks.analysis.session import spark_session

@@ -3,6 +3,7 @@ kill, and healing after the runner itself was killed mid-fault."""
 
 from __future__ import annotations
 
+import csv
 import json
 import os
 import signal
@@ -87,12 +88,13 @@ def test_leader_kill_with_acks_all_loses_no_acknowledged_write(cluster_up, runne
     assert effective["client"]["producer"]["enable.idempotence"] is True
 
 
-def test_analysis_of_a_real_run_agrees_with_the_runner(cluster_up, runner, tmp_path, spark):
+def test_analysis_of_a_real_run_agrees_with_the_runner(cluster_up, runner, results_by_mode, spark):
     """The Spark analysis of a real leader-kill run: the counts equal the runner's live
     counters, the kill shows as a leader change and a window without acks, and the report
-    names it."""
-    summary = runner_lib.execute(leader_kill(), cluster_up, LOCAL_INVENTORY, runner, tmp_path, quick=True, seed=11)
-    report = outputs.build(str(tmp_path))
+    names it. (Kept for the comparison with the same run on KRaft, below.)"""
+    out = results_by_mode / "zookeeper"
+    summary = runner_lib.execute(leader_kill(), cluster_up, LOCAL_INVENTORY, runner, out, quick=True, seed=11)
+    report = outputs.build(str(out))
     [run] = report.data.runs
     s = run.summary
     assert {k: s[k] for k in ("sent", "acked", "failed", "indeterminate")} == summary.live_counters.model_dump()
@@ -104,6 +106,28 @@ def test_analysis_of_a_real_run_agrees_with_the_runner(cluster_up, runner, tmp_p
     assert s["unavailable_in_fault_s"] > 0 and any(u["during_fault"] for u in run.unavailability)
     assert "0 lost" in run.verdict and "new leader after" in run.verdict
     assert report.html.exists() and "Who led what" in report.html.read_text()
+
+
+def test_compare_puts_the_same_scenario_on_zookeeper_and_kraft_side_by_side(results_by_mode):
+    """`kafka-bench compare` on two real result directories (the leader kill of the test above
+    and the same scenario on KRaft, from test_kraft.py): every scenario matched, every figure
+    that of its directory's summary.csv."""
+    dirs = [results_by_mode / "zookeeper", results_by_mode / "kraft"]
+    if not all((d / "summary.csv").exists() for d in dirs):
+        pytest.skip("needs the KRaft leader kill of tests/integration/test_kraft.py in the same session (make test runs both)")
+    out = results_by_mode / "compare"
+    proc = run_cli("compare", *map(str, dirs), "--out", str(out))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    rows = list(csv.DictReader((out / "compare.csv").open()))
+    assert [r["scenario"] for r in rows] == ["leader-kill"]
+    for label, directory in (("zookeeper 3.9.2", dirs[0]), ("kraft 4.3.1", dirs[1])):
+        [source] = list(csv.DictReader((directory / "summary.csv").open()))
+        for column in ("new_leader_s", "unavailable_s", "lost", "latency_p99_ms"):
+            assert float(rows[0][f"{column} [{label}]"]) == pytest.approx(float(source[column])), (label, column)
+        assert rows[0][f"verdict [{label}]"] == source["verdict"]
+    html = (out / "compare.html").read_text()
+    assert "zookeeper 3.9.2" in html and "kraft 4.3.1" in html and "<svg" in html
+    print("\n" + proc.stdout)
 
 
 def test_negative_control_acks_1_with_lagging_followers_loses_acked_writes(cluster_up, runner, tmp_path, spark):
