@@ -168,6 +168,26 @@ class FaultSpec(Strict):
         return []
 
 
+def _not_in(field: str, value: int | None, allowed: tuple[int, ...], what: str) -> list[tuple[str, str]]:
+    """The (field, message) of a target id the inventory has no such server for."""
+    if value is None or value in allowed:
+        return []
+    return [(field, f"{value} is not a {what} of the inventory; allowed: " + ", ".join(map(str, allowed)))]
+
+
+class OfEveryServer(FaultSpec):
+    """A fault of a whole group of servers, chosen by the kind: it takes no target."""
+
+    no_target_reason: ClassVar[str]
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_target(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "target" in data:
+            raise ValueError(f"{data.get('kind')} takes no target: {cls.no_target_reason}")
+        return data
+
+
 class OnABroker(FaultSpec):
     """A fault of one broker (or its host), chosen by `target` when it is due."""
 
@@ -192,10 +212,7 @@ class OnABroker(FaultSpec):
         return []
 
     def inventory_errors(self, broker_ids: tuple[int, ...]) -> list[tuple[str, str]]:
-        if self.target.broker is not None and self.target.broker not in broker_ids:
-            return [("target.broker", f"{self.target.broker} is not a broker of the inventory; allowed: "
-                     + ", ".join(map(str, broker_ids)))]
-        return []
+        return _not_in("target.broker", self.target.broker, broker_ids, "broker")
 
 
 class BrokerKill(OnABroker):
@@ -226,7 +243,7 @@ class BrokerRestart(OnABroker):
     playbook = "faults/broker-restart.yml"
 
 
-class ZooKeeperStop(FaultSpec):
+class ZooKeeperStop(OfEveryServer):
     """Every ZooKeeper server stopped: the brokers keep their leaders, nothing can change them."""
 
     kind: Literal["zookeeper-stop"]
@@ -234,13 +251,7 @@ class ZooKeeperStop(FaultSpec):
     reads_cluster = False
     modes = frozenset({"zookeeper"})
     heal_order = 0  # healed before broker faults: brokers cannot register without ZooKeeper
-
-    @model_validator(mode="before")
-    @classmethod
-    def _no_target(cls, data: Any) -> Any:
-        if isinstance(data, dict) and "target" in data:
-            raise ValueError(f"{data.get('kind')} takes no target: it stops every ZooKeeper server")
-        return data
+    no_target_reason = "it stops every ZooKeeper server"
 
     def resolve(self, situation: Situation) -> Resolved:
         return Resolved(tuple(z.name for z in situation.inventory.zookeepers), None, "every ZooKeeper server")
@@ -298,10 +309,7 @@ class OnAController(FaultSpec):
         return self.target.resolve(situation)
 
     def controller_errors(self, controller_ids: tuple[int, ...]) -> list[tuple[str, str]]:
-        if self.target.node is not None and self.target.node not in controller_ids:
-            return [("target.node", f"{self.target.node} is not a controller of the inventory; allowed: "
-                     + ", ".join(map(str, controller_ids)))]
-        return []
+        return _not_in("target.node", self.target.node, controller_ids, "controller")
 
 
 class ControllerKill(OnAController):
@@ -325,7 +333,7 @@ class ControllerPause(OnAController):
     playbook = "faults/controller-pause.yml"
 
 
-class QuorumLoss(FaultSpec):
+class QuorumLoss(OfEveryServer):
     """A majority of the controllers killed (the active one first, then followers by node id):
     no leader can be elected, the metadata is frozen. What producers can still do is measured."""
 
@@ -333,13 +341,7 @@ class QuorumLoss(FaultSpec):
     playbook = "faults/quorum-loss.yml"
     modes = frozenset({"kraft"})
     heal_order = 0
-
-    @model_validator(mode="before")
-    @classmethod
-    def _no_target(cls, data: Any) -> Any:
-        if isinstance(data, dict) and "target" in data:
-            raise ValueError("quorum-loss takes no target: it kills a majority of the controllers")
-        return data
+    no_target_reason = "it kills a majority of the controllers"
 
     def resolve(self, situation: Situation) -> Resolved:
         controllers = situation.inventory.controllers

@@ -102,22 +102,23 @@ class ClusterInventory:
         return ",".join(c.endpoint for c in self.controllers)
 
     def controller(self, ident: int | str) -> Controller:
-        for c in self.controllers:
-            if str(ident) in (str(c.node_id), c.name):
-                return c
-        known = ", ".join(f"{c.name} (id {c.node_id})" for c in self.controllers) or "none"
-        raise InventoryError(f"{self.path}: no KRaft controller {ident!r}; controllers are {known}")
+        found = {(str(c.node_id), c.name): c for c in self.controllers}
+        return self._find(found, ident, "KRaft controller", "controllers")
 
     @property
     def bootstrap_servers(self) -> str:
         return ",".join(b.bootstrap for b in self.brokers)
 
     def broker(self, ident: int | str) -> Broker:
-        for b in self.brokers:
-            if str(ident) in (str(b.broker_id), b.name):
-                return b
-        known = ", ".join(f"{b.name} (id {b.broker_id})" for b in self.brokers)
-        raise InventoryError(f"{self.path}: no broker {ident!r}; brokers are {known}")
+        return self._find({(str(b.broker_id), b.name): b for b in self.brokers}, ident, "broker", "brokers")
+
+    def _find(self, nodes: dict[tuple[str, str], Any], ident: int | str, what: str, plural: str) -> Any:
+        """The node whose (id, inventory name) matches `ident`; an error listing them otherwise."""
+        for keys, node in nodes.items():
+            if str(ident) in keys:
+                return node
+        known = ", ".join(f"{name} (id {i})" for i, name in nodes) or "none"
+        raise InventoryError(f"{self.path}: no {what} {ident!r}; {plural} are {known}")
 
 
 class HostVars(Protocol):
