@@ -70,8 +70,11 @@ def read_side(directory: Path) -> Side:
     if not rows:
         raise CompareError(f"{path}: no runs")
     modes = {(r.get("metadata_mode") or "", r.get("kafka_version") or "") for r in rows}
-    label = " ".join(next(iter(modes))).strip() if len(modes) == 1 else ""
-    return Side(Path(directory), label or Path(directory).name, {r["scenario"]: r for r in rows})
+    mode, version = next(iter(modes)) if len(modes) == 1 else ("", "")
+    name = Path(directory).name
+    # Runs written before the mode was recorded ran on ZooKeeper (the only mode then).
+    label = f"{mode} {version}".strip() if mode else f"zookeeper ({name})" if "metadata_mode" not in rows[0] else name
+    return Side(Path(directory), label, {r["scenario"]: r for r in rows})
 
 
 def _labels(sides: list[Side]) -> list[str]:
