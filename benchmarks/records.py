@@ -58,6 +58,7 @@ class RunSummary(Record):
     topic: str
     metadata_mode: str | None           # kraft | zookeeper (None: a run of an older version)
     kafka_version: str | None           # as the inventory deploys it
+    eligible_leader_replicas: bool | None = None  # ELR (KIP-966) on during the run; None: ZooKeeper, or unknown
     acks: str
     replication_factor: int
     min_insync_replicas: int
@@ -116,6 +117,16 @@ class HealBeforeRun(Event):
 class ClusterRecovered(Event):
     event: Literal["cluster-recovered"] = "cluster-recovered"
     waited_s: float
+
+
+class FeatureFinalized(Event):
+    """A KRaft feature level the scenario asks for, finalized before the run (playbooks/features.yml)."""
+
+    event: Literal["feature-finalized"] = "feature-finalized"
+    feature: str
+    level: int
+    previous: int         # the level before (0: the cluster did not report the feature)
+    changed: bool         # False: it already was at this level
 
 
 class HostClock(Record):
@@ -220,9 +231,10 @@ class FinalReadEnd(Event):
     end_offsets: dict[int, int]  # per partition
 
 
-AnyEvent = Annotated[RunStart | HealBeforeRun | ClusterRecovered | ClockOffsets | ProducePathWarm | LoadStart | FaultIntent
-                     | FaultInjected | FaultHealStart | FaultHealed | ScheduleStepFailed | ConsumerKilled | LoadEnd
-                     | HealAfterRun | Healed | FinalReadStart | FinalReadEnd, Field(discriminator="event")]
+AnyEvent = Annotated[RunStart | HealBeforeRun | ClusterRecovered | FeatureFinalized | ClockOffsets | ProducePathWarm
+                     | LoadStart | FaultIntent | FaultInjected | FaultHealStart | FaultHealed | ScheduleStepFailed
+                     | ConsumerKilled | LoadEnd | HealAfterRun | Healed | FinalReadStart | FinalReadEnd,
+                     Field(discriminator="event")]
 EVENT = TypeAdapter(AnyEvent)
 
 

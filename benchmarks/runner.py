@@ -20,7 +20,7 @@ from typing import Any
 
 import yaml
 
-from benchmarks import checker, clocks, cluster, faults, kafka_protocol, ledger, load, records, schedule, steady, topics
+from benchmarks import checker, clocks, cluster, faults, features, kafka_protocol, ledger, load, records, schedule, steady, topics
 from benchmarks.ansible import AnsibleRunner, PlaybookRunner
 from benchmarks.fault_kinds import FaultSpec, Situation
 from benchmarks.inventory import ClusterInventory
@@ -166,6 +166,7 @@ class Run:
     invalid: list[str] = dataclasses.field(default_factory=list)
     start_ns: int = 0
     warm_p50_ms: float | None = None
+    eligible_leader_replicas: bool | None = None  # as the brokers reported it before the load
     offsets: dict[str, clocks.Offset] = dataclasses.field(default_factory=dict)  # host clocks against ours
 
     @property
@@ -228,6 +229,11 @@ def _prepare(run: Run) -> None:
     run.show("waiting for a recovered cluster")
     steady.ensure_internal_topics(run.bootstrap)
     run.events.write(records.ClusterRecovered(waited_s=round(steady.wait_recovered(run.inventory), 3)))
+    want = features.wanted(w, run.inventory.metadata_mode)
+    if want:
+        run.show("finalizing feature levels")
+        for event in features.finalize(run.inventory, run.inventory_path, run.runner, want):
+            run.events.write(event)
     if run.scenario.faults:
         run.show("reading the hosts' clocks")
         hosts = list(dict.fromkeys([b.name for b in run.inventory.brokers] + [c.name for c in run.inventory.controllers]
@@ -242,6 +248,9 @@ def _prepare(run: Run) -> None:
     _wait_fully_replicated(run.inventory, run.topic, w.partitions)
     effective, run.invalid = _effective_config(run.bootstrap, run.topic, run.scenario)
     effective["cluster"] = _cluster_identity(run.inventory)
+    finalized = effective["cluster"]["finalized_features"]
+    if run.inventory.kraft and "error" not in finalized:
+        run.eligible_leader_replicas = finalized.get(features.ELR, "0") != "0"
     (run.run_dir / "effective-config.json").write_text(json.dumps(effective, indent=2))
 
 
@@ -351,6 +360,7 @@ def _summarize(run: Run) -> records.RunSummary:
     summary = records.RunSummary(
         run_id=run.run_id, scenario=s.name, description=s.description, run_dir=str(run_dir), topic=run.topic,
         metadata_mode=run.inventory.metadata_mode, kafka_version=run.inventory.kafka_version,
+        eligible_leader_replicas=run.eligible_leader_replicas,
         acks=s.client.acks, replication_factor=w.replication_factor, min_insync_replicas=w.min_insync_replicas,
         unclean_leader_election=w.unclean_leader_election, partitions=w.partitions, message_size=w.message_size,
         fault=s.fault_label, fault_schedule=[records.ScheduledFault(**f.schedule_entry()) for f in s.faults],

@@ -40,6 +40,9 @@ class Workload(Strict):
     replication_factor: Annotated[int, Field(ge=1, le=15)] = 3
     min_insync_replicas: Annotated[int, Field(ge=1, le=15)] = 1
     unclean_leader_election: bool = False
+    # Eligible Leader Replicas (KIP-966, KRaft): true/false finalizes eligible.leader.replicas.version
+    # 1/0 on the cluster before the run; null leaves the cluster as it is. Either way the run records it.
+    eligible_leader_replicas: bool | None = None
     topic_config: dict[str, str] = {}
     message_size: Annotated[int, Field(ge=16, le=1_000_000)] = 100
     keys: Annotated[int, Field(ge=0)] = 64  # distinct keys spread over the partitions; 0 sends no key
@@ -207,6 +210,10 @@ def _impossible(raw: dict[str, Any], cluster: ClusterShape | None) -> tuple[str,
     if isinstance(rf, int) and isinstance(min_isr, int) and min_isr > rf:
         return ("workload.min_insync_replicas",
                 f"min.insync.replicas {min_isr} > replication factor {rf}: every acks=all write would fail")
+    if workload.get("eligible_leader_replicas") is True and cluster is not None and cluster.metadata_mode != "kraft":
+        return ("workload.eligible_leader_replicas",
+                f"Eligible Leader Replicas need a KRaft cluster (Kafka 4.x); this inventory runs {cluster.metadata_mode}, "
+                "which has none (allowed here: false or null)")
     brokers = len(cluster.broker_ids) if cluster else None
     if brokers is not None and isinstance(rf, int) and rf > brokers:
         return ("workload.replication_factor",

@@ -15,13 +15,14 @@ EXPECTED_ACKS = 5.0  # a gap must also be as long as 5 acks take at the partitio
 
 def partition_states(timeline: DataFrame, runs: DataFrame) -> DataFrame:
     """Timeline samples with their successor's time and the partition's health:
-    run_id, partition, t_ns, next_t_ns, leader, isr, isr_size, replicas_size, leaderless, under_min_isr."""
+    run_id, partition, t_ns, next_t_ns, leader, isr, elr (KRaft's Eligible Leader Replicas; null
+    without), isr_size, replicas_size, leaderless, under_min_isr."""
     timeline = schemas.check(timeline, schemas.TIMELINE, "timeline")
     w = Window.partitionBy("run_id", "partition").orderBy("t_ns")
     size = lambda c: F.when((F.col(c).isNull()) | (F.col(c) == ""), 0).otherwise(F.size(F.split(F.col(c), ",")))  # noqa: E731
     return (timeline.filter(F.col("partition").isNotNull())
             .join(F.broadcast(runs.select("run_id", "min_insync_replicas")), on="run_id", how="inner")
-            .select("run_id", "partition", "t_ns", F.lead("t_ns").over(w).alias("next_t_ns"), "leader", "isr",
+            .select("run_id", "partition", "t_ns", F.lead("t_ns").over(w).alias("next_t_ns"), "leader", "isr", "elr",
                     size("isr").alias("isr_size"), size("replicas").alias("replicas_size"),
                     F.col("leader").isNull().alias("leaderless"),
                     (size("isr") < F.col("min_insync_replicas")).alias("under_min_isr")))
@@ -105,7 +106,9 @@ def fault_impact(events: DataFrame, states: DataFrame, produce: DataFrame, runs:
     """Per (fault, partition): the leader before the fault and at its end, seconds from the
     injection to a new leader (when the target led it, and only while the load ran: a leader
     elected after the load is a restart, not a failover the clients saw), to the ISR shrinking
-    and re-expanding, and to the first successful ack of a message sent after the injection."""
+    and re-expanding, and to the first successful ack of a message sent after the injection; and
+    where the new leader came from (`new_leader_from`): the ISR, the Eligible Leader Replicas
+    (KRaft, KIP-966) or neither (an unclean election), as the last sample before it showed them."""
     events = schemas.check(events, schemas.EVENTS, "events")
     runs = schemas.check(runs, schemas.RUNS, "runs")
     intent = events.filter(F.col("event") == records.FAULT_INTENT).select("run_id", "fault_id", "kind", "broker", "reason")
@@ -124,22 +127,33 @@ def fault_impact(events: DataFrame, states: DataFrame, produce: DataFrame, runs:
     isr_lost_target = F.when(target.isNull(), F.col("isr_size") < F.col("replicas_size")).otherwise(
         ~F.array_contains(F.split(F.col("isr"), ","), target.cast("string")))
     until = F.coalesce(F.col("healed_ns"), F.lit(2**62))
+    elected = (F.col("leader").isNotNull() & (F.col("leader") != F.coalesce(target, F.lit(-1)))
+               & (F.col("t_ns") <= F.col("load_end_ns")))
     after = (samples.filter(F.col("t_ns") > F.col("injected_ns")).groupBy(*keys)
-             .agg(F.min(F.when(F.col("leader").isNotNull() & (F.col("leader") != F.coalesce(target, F.lit(-1)))
-                               & (F.col("t_ns") <= F.col("load_end_ns")), F.col("t_ns"))).alias("_new_leader_ns"),
+             .agg(F.min(F.when(elected, F.col("t_ns"))).alias("_new_leader_ns"),
+                  F.min_by(F.col("leader"), F.when(elected, F.col("t_ns"))).alias("_new_leader"),
                   F.max_by(F.col("leader"), F.when(F.col("t_ns") <= until, F.col("t_ns"))).alias("leader_after"),
                   F.min(F.when(isr_lost_target, F.col("t_ns"))).alias("_shrink_ns")))
     expand = (samples.join(after.select(*keys, "_shrink_ns"), on=keys, how="inner")
               .filter((F.col("t_ns") > F.col("_shrink_ns")) & (F.col("isr_size") >= F.col("replicas_size")))
               .groupBy(*keys).agg(F.min("t_ns").alias("_expand_ns")))
+    members = lambda c: F.split(F.coalesce(F.col(c), F.lit("")), ",")  # noqa: E731
+    origin = (samples.join(after.select(*keys, "_new_leader_ns", "_new_leader"), on=keys, how="inner")
+              .filter(F.col("t_ns") < F.col("_new_leader_ns")).groupBy(*keys, "_new_leader")
+              .agg(F.max_by("isr", "t_ns").alias("_isr"), F.max_by("elr", "t_ns").alias("_elr"))
+              .select(*keys, F.when(F.array_contains(members("_isr"), F.col("_new_leader").cast("string")), "isr")
+                      .when(F.array_contains(members("_elr"), F.col("_new_leader").cast("string")), "elr")
+                      .otherwise("unclean").alias("_from")))
     first_ack = (produce.filter(F.col("outcome") == "acked").select("run_id", "partition", "sent_ns", "ack_ns")
                  .join(F.broadcast(faults.select("run_id", "fault_id", "injected_ns")), on="run_id", how="inner")
                  .filter(F.col("sent_ns") > F.col("injected_ns"))
                  .groupBy(*keys).agg(F.min("ack_ns").alias("_first_ack_ns")))
     return (faults.join(before, on=["run_id", "fault_id"], how="inner")
             .join(after, on=keys, how="left").join(expand, on=keys, how="left").join(first_ack, on=keys, how="left")
+            .join(origin, on=keys, how="left")
             .select("run_id", "fault_id", "kind", "broker", "reason", "injected_ns", "healed_ns", "partition",
                     "leader_before", "leader_after",
                     F.when(F.col("leader_before") == target, seconds("_new_leader_ns")).alias("new_leader_s"),
+                    F.when(F.col("leader_before") == target, F.col("_from")).alias("new_leader_from"),
                     seconds("_shrink_ns").alias("isr_shrink_s"), seconds("_expand_ns").alias("isr_expand_s"),
                     seconds("_first_ack_ns").alias("first_ack_s")))

@@ -46,11 +46,18 @@ def run_directories(spark: SparkSession, root: str) -> list[str]:
     return [s.rsplit("/", 1)[0] for s in summaries]
 
 
-def _parquet(spark: SparkSession, run_dirs: list[str], sub: str, expected, name: str) -> DataFrame:
+def _parquet(spark: SparkSession, run_dirs: list[str], sub: str, expected, name: str,
+             newer: tuple[str, ...] = ()) -> DataFrame:
+    """The Parquet files of every run; columns named in `newer` (absent from files older versions
+    wrote) are read across files of both kinds and are null where a file lacks them."""
     patterns = [f"{d}/{sub}/*.parquet" for d in run_dirs if _glob(spark, f"{d}/{sub}/*.parquet")]
     if not patterns:
         return spark.createDataFrame([], expected)
-    return schemas.check(spark.read.parquet(*patterns), expected, f"{name} ({sub}/*.parquet)")
+    df = spark.read.option("mergeSchema", bool(newer)).parquet(*patterns)
+    for field in expected.fields:
+        if field.name in newer and field.name not in df.columns:
+            df = df.withColumn(field.name, F.lit(None).cast(field.dataType))
+    return schemas.check(df, expected, f"{name} ({sub}/*.parquet)")
 
 
 def read(spark: SparkSession, root: str) -> Inputs:
@@ -71,5 +78,5 @@ def read(spark: SparkSession, root: str) -> Inputs:
         run_dirs=run_dirs, runs=runs, events=events,
         produce=_parquet(spark, run_dirs, "ledger/produce", schemas.PRODUCE, "produce ledger"),
         consume=_parquet(spark, run_dirs, "ledger/consume", schemas.CONSUME, "consume ledger"),
-        timeline=_parquet(spark, run_dirs, "timeline", schemas.TIMELINE, "timeline"),
+        timeline=_parquet(spark, run_dirs, "timeline", schemas.TIMELINE, "timeline", schemas.TIMELINE_NEWER),
     )

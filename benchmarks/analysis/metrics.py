@@ -88,25 +88,28 @@ class Analysis:
 
 
 SUMMARY_COLUMNS = (
-    "run_id", "scenario", "description", "metadata_mode", "kafka_version", "acks", "replication_factor",
-    "min_insync_replicas", "unclean_leader_election", "fault",
+    "run_id", "scenario", "description", "metadata_mode", "kafka_version", "eligible_leader_replicas", "acks",
+    "replication_factor", "min_insync_replicas", "unclean_leader_election", "fault",
     "fault_schedule",
     "sent", "acked", "failed", "indeterminate", "lost", "unseen", "duplicates", "reordered", "failed_delivered",
     "indeterminate_delivered", "throughput_msgs_s", "throughput_mb_s", "latency_p50_ms", "latency_p99_ms",
     "latency_p999_ms", "latency_max_ms", "send_latency_p99_ms", "e2e_p99_ms", "unavailable_s", "unavailable_in_fault_s",
-    "leaderless_partition", "leaderless_s", "new_leader_s", "steady", "steady_p99_first_ms", "steady_p99_last_ms",
+    "leaderless_partition", "leaderless_s", "under_min_isr_s", "new_leader_s", "new_leader_from",
+    "steady", "steady_p99_first_ms", "steady_p99_last_ms",
     "steady_p50_ms", "warm_p50_ms", "steady_acked_share", "causes", "valid", "invalid_reasons",
 )
 
 
 def summarize(runs: DataFrame, counts_df: DataFrame, reordered_df: DataFrame, phases: DataFrame,
               e2e: DataFrame, unavailable: DataFrame, impact: DataFrame, steady: DataFrame,
-              errors_df: DataFrame) -> DataFrame:
+              errors_df: DataFrame, health: DataFrame) -> DataFrame:
     """One row per run with SUMMARY_COLUMNS: counts over the whole run; throughput and latency
     over the measured phase; unavailable_s is the worst partition's total time without acks
     (unavailable_in_fault_s: of windows overlapping the fault phase); leaderless_s the total of
     the windows in which the timeline saw leaderless_partition without a leader (the most such);
-    new_leader_s the slowest leader change after a fault; causes, per error behind
+    under_min_isr_s the worst partition's time with fewer in-sync replicas than min ISR (timeline);
+    new_leader_s the slowest leader change after a fault, new_leader_from where the new leaders
+    came from ("isr", "elr", "unclean", comma-separated when they differed); causes, per error behind
     a failed or unconfirmed send (`errors`' cause), how many sends it was behind."""
     measured = phases.filter(F.col("phase") == "measured").select(
         "run_id", "throughput_msgs_s", "throughput_mb_s", "latency_p50_ms", "latency_p99_ms", "latency_p999_ms",
@@ -116,7 +119,10 @@ def summarize(runs: DataFrame, counts_df: DataFrame, reordered_df: DataFrame, ph
              .agg(F.sum("duration_s").alias("_s"),
                   F.sum(F.when(F.col("during_fault"), F.col("duration_s")).otherwise(0.0)).alias("_f"))
              .groupBy("run_id").agg(F.max("_s").alias("unavailable_s"), F.max("_f").alias("unavailable_in_fault_s")))
-    leaders = impact.groupBy("run_id").agg(F.max("new_leader_s").alias("new_leader_s"))
+    leaders = impact.groupBy("run_id").agg(
+        F.max("new_leader_s").alias("new_leader_s"),
+        F.nullif(F.array_join(F.array_sort(F.collect_set("new_leader_from")), ","), F.lit("")).alias("new_leader_from"))
+    under = health.groupBy("run_id").agg(F.max("under_min_isr_s").alias("under_min_isr_s"))
     leaderless = (unavailable.filter(F.col("leaderless")).groupBy("run_id", "partition")
                   .agg(F.sum("duration_s").alias("_l"))
                   .groupBy("run_id").agg(F.max_by("partition", "_l").alias("leaderless_partition"),
@@ -127,7 +133,8 @@ def summarize(runs: DataFrame, counts_df: DataFrame, reordered_df: DataFrame, ph
     return (runs.join(counts_df, on="run_id", how="left").join(reordered_df, on="run_id", how="left")
             .join(measured, on="run_id", how="left").join(e2e_measured, on="run_id", how="left")
             .join(worst, on="run_id", how="left").join(leaders, on="run_id", how="left")
-            .join(leaderless, on="run_id", how="left").join(steady.drop("steady_s"), on="run_id", how="left")
+            .join(leaderless, on="run_id", how="left").join(under, on="run_id", how="left")
+            .join(steady.drop("steady_s"), on="run_id", how="left")
             .join(causes, on="run_id", how="left")
             .fillna(0, subset=["sent", "acked", "failed", "indeterminate", "lost", "unseen", "duplicates", "reordered",
                                "failed_delivered", "indeterminate_delivered"])
@@ -154,12 +161,13 @@ def analyse(runs: DataFrame, events: DataFrame, produce: DataFrame, consume: Dat
     e2e = end_to_end(consume, bounds).cache()
     states = partition_states(timeline, runs).cache()
     unavailable = unavailability(produce, runs, states, bounds, gap_threshold_s, expected_acks).cache()
+    health = health_time(states).cache()
     impact = fault_impact(events, states, produce, runs).cache()
     errors_df = errors(produce).cache()
     return Analysis(
         runs=runs, bounds=bounds, codes=codes, status=decode_status(codes, keys), counts=counts_df,
         reordered=reordered_df, lost=lost_messages(codes, keys),
         phases=phases, end_to_end=e2e, per_second=per_second(produce, runs), errors=errors_df,
-        segments=leadership_segments(states), health=health_time(states), unavailability=unavailable, faults=impact,
+        segments=leadership_segments(states), health=health, unavailability=unavailable, faults=impact,
         summary=summarize(runs, counts_df, reordered_df, phases, e2e, unavailable, impact,
-                          steadiness(produce, bounds), errors_df))
+                          steadiness(produce, bounds), errors_df, health))

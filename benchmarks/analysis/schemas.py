@@ -32,8 +32,10 @@ def from_arrow(schema: pa.Schema) -> T.StructType:
 
 PRODUCE = from_arrow(ledger.PRODUCE_SCHEMA)
 CONSUME = from_arrow(ledger.CONSUME_SCHEMA)
-# The timeline's columns the analysis reads: those every version wrote (KRaft's are read where used).
-TIMELINE = from_arrow(pa.schema([f for f in timeline.TIMELINE_SCHEMA if f not in timeline.TIMELINE_KRAFT_FIELDS]))
+# The timeline's columns the analysis reads. Those of KRaft clusters are absent from runs of older
+# versions: the input edge adds them as nulls (`TIMELINE_NEWER`).
+TIMELINE = from_arrow(timeline.TIMELINE_SCHEMA)
+TIMELINE_NEWER = tuple(f.name for f in timeline.TIMELINE_KRAFT_FIELDS)
 
 _PYTHON_TO_SPARK = {str: T.StringType(), int: T.LongType(), float: T.DoubleType(), bool: T.BooleanType()}
 
@@ -69,15 +71,16 @@ def from_events(names: list[str]) -> T.StructType:
 
 # One row per run: what summary.json records of the run's settings and load window.
 RUNS = from_model(records.RunSummary, [
-    "run_id", "scenario", "description", "metadata_mode", "kafka_version", "acks", "replication_factor",
-    "min_insync_replicas", "unclean_leader_election",
+    "run_id", "scenario", "description", "metadata_mode", "kafka_version", "eligible_leader_replicas", "acks",
+    "replication_factor", "min_insync_replicas", "unclean_leader_election",
     "partitions", "message_size", "fault", "fault_schedule", "load_start_ns", "measured_from_ns", "warm_p50_ms",
     "load_end_ns", "valid", "invalid_reasons"])
 
 # The fields every summary.json must hold with a type Spark can infer: not the lists, and not
 # those absent from runs of older versions: warm_p50_ms (also null for an unthrottled load; the
-# steadiness is then judged without the level test), metadata_mode and kafka_version.
-NEWER_RUN_FIELDS = ("warm_p50_ms", "metadata_mode", "kafka_version")
+# steadiness is then judged without the level test), metadata_mode, kafka_version and
+# eligible_leader_replicas (also null on ZooKeeper).
+NEWER_RUN_FIELDS = ("warm_p50_ms", "metadata_mode", "kafka_version", "eligible_leader_replicas")
 RUNS_SCALARS = T.StructType([f for f in RUNS.fields
                              if not isinstance(f.dataType, T.ArrayType) and f.name not in NEWER_RUN_FIELDS])
 

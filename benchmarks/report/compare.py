@@ -42,7 +42,8 @@ MEASURES = (
     Measure("latency_p99_ms", "p99 ack latency", "ms", 5.0, 1.5),
     Measure("throughput_msgs_s", "acked messages per second", "/s", 50.0, 1.1),
 )
-IDENTITY = ("scenario", "description", "metadata_mode", "kafka_version", "fault", "valid", "verdict")
+IDENTITY = ("scenario", "description", "metadata_mode", "kafka_version", "eligible_leader_replicas", "fault", "valid",
+            "verdict")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -74,6 +75,9 @@ def read_side(directory: Path) -> Side:
     name = Path(directory).name
     # Runs written before the mode was recorded ran on ZooKeeper (the only mode then).
     label = f"{mode} {version}".strip() if mode else f"zookeeper ({name})" if "metadata_mode" not in rows[0] else name
+    elr = {(r.get("eligible_leader_replicas") or "").lower() for r in rows}
+    if mode == "kraft" and len(elr) == 1 and (state := elr.pop()) in ("true", "false"):
+        label += f", ELR {'on' if state == 'true' else 'off'}"
     return Side(Path(directory), label, {r["scenario"]: r for r in rows})
 
 

@@ -39,17 +39,21 @@ def _num(value: Any, digits: int = 0) -> str:
 
 def _settings(s: dict[str, Any]) -> str:
     return (f"acks={s['acks']}, RF {s['replication_factor']}, min ISR {s['min_insync_replicas']}"
-            + (", unclean election" if s["unclean_leader_election"] else ""))
+            + (", unclean election" if s["unclean_leader_election"] else "")
+            + ("" if s.get("eligible_leader_replicas") is None else f", ELR {'on' if s['eligible_leader_replicas'] else 'off'}"))
 
 
-COMPARISON = ("scenario", "acks", "RF", "min ISR", "unclean", "fault", "sent", "acked", "failed", "unconf.", "lost",
+COMPARISON = ("scenario", "acks", "RF", "min ISR", "unclean", "ELR", "fault", "sent", "acked", "failed", "unconf.", "lost",
               "unseen", "dup.", "reord.", "acked/s", "p50 ms", "p99 ms", "p99.9 ms", "no-ack s")
+
+
+LEADER_FROM = {"isr": "the ISR", "elr": "the ELR", "unclean": "unclean election"}
 
 
 def figures(s: dict[str, Any]) -> list[tuple[str, Any]]:
     """A run's row of the comparison table: (column, cell)."""
     cells = [Markup('<a href="#{}">{}</a>').format(s["run_id"], s["scenario"]), s["acks"], s["replication_factor"],
-             s["min_insync_replicas"], _num(s["unclean_leader_election"]),
+             s["min_insync_replicas"], _num(s["unclean_leader_election"]), _num(s.get("eligible_leader_replicas")),
              Markup('<span class="small">{}</span>').format(s["fault"]),
              _num(s["sent"]), _num(s["acked"]), _num(s["failed"]), _num(s["indeterminate"]),
              Markup("<b>{}</b>").format(_num(s["lost"])), _num(s["unseen"]), _num(s["duplicates"]), _num(s["reordered"]),
@@ -123,6 +127,7 @@ def run_context(run: RunReport) -> dict[str, Any]:
         "lanes": Markup(_leader_lanes(run, origin, shade, x_range)) if run.segments else None,
         "faults": [[f["kind"], f["reason"] or "", _num(_s(f["injected_ns"], origin), 1), f["partition"],
                     _num(f["leader_before"]), _num(f["leader_after"]), _num(f["new_leader_s"], 2),
+                    LEADER_FROM.get(f["new_leader_from"] or "", "–"),
                     _num(f["isr_shrink_s"], 2), _num(f["isr_expand_s"], 2), _num(f["first_ack_s"], 2)] for f in run.faults],
         "phases": [[p["phase"], _num(p["seconds"], 1), _num(p["sent"]), _num(p["acked"]), _num(p["failed"]),
                     _num(p["indeterminate"]), _num(p["throughput_msgs_s"]), _num(p["throughput_mb_s"], 3),

@@ -10,13 +10,14 @@ from __future__ import annotations
 from typing import Any
 
 SETTINGS = (("acks", "acks={}"), ("replication_factor", "RF {}"), ("min_insync_replicas", "min ISR {}"),
-            ("unclean_leader_election", "unclean election {}"))
+            ("unclean_leader_election", "unclean election {}"), ("eligible_leader_replicas", "ELR {}"))
+ORIGIN = {"isr": "from the ISR", "elr": "from the Eligible Leader Replicas", "unclean": "by an unclean election"}
 THROUGHPUT_MARGIN = 0.05  # less than 5% apart is the same throughput on a noisy machine
 LATENCY_MARGIN = 1.25
 
 
 def describe_difference(row: dict[str, Any], baseline: dict[str, Any]) -> str:
-    parts = [fmt.format(_fmt(baseline[key])) for key, fmt in SETTINGS if row[key] != baseline[key]]
+    parts = [fmt.format(_fmt(baseline.get(key))) for key, fmt in SETTINGS if row.get(key) != baseline.get(key)]
     return ", ".join(parts) or baseline["scenario"]
 
 
@@ -90,5 +91,26 @@ def verdict(row: dict[str, Any], peers: list[dict[str, Any]]) -> tuple[str, str]
             parts.append(f"partition {row['leaderless_partition']} had no leader ({row['leaderless_s']:.1f} s "
                          "without acks while leaderless)")
         if row["new_leader_s"] is not None:
-            parts.append(f"new leader after {row['new_leader_s']:.1f} s")
+            origins = [ORIGIN.get(o, o) for o in (row.get("new_leader_from") or "").split(",") if o]
+            parts.append(f"new leader after {row['new_leader_s']:.1f} s" + (f" ({' and '.join(origins)})" if origins else ""))
+        parts += _elr_explained(row)
     return "; ".join(parts), severity
+
+
+def _elr_explained(row: dict[str, Any]) -> list[str]:
+    """What Eligible Leader Replicas (KIP-966, KRaft) changed in this run, in plain words, from
+    what the timeline showed: only where it mattered (the ISR went below min ISR, or a leader
+    came from the ELR)."""
+    said = []
+    elr, under = row.get("eligible_leader_replicas"), row.get("under_min_isr_s") or 0.0
+    if "elr" in (row.get("new_leader_from") or "").split(","):
+        said.append("ELR made a replica that had left the ISR leader cleanly: it held every committed write, so the "
+                    "partition neither stayed leaderless nor needed an unclean election")
+    if elr and under > 0:
+        said.append(f"the ISR stayed below min ISR {row['min_insync_replicas']} for {under:.1f} s: with ELR on, the "
+                    "high watermark does not advance meanwhile, so writes acknowledged with acks=0 or 1 stay "
+                    "invisible to consumers until the ISR is back, and the replicas that left it stay eligible")
+    elif elr is False and under > 0 and row["fault_schedule"]:
+        said.append(f"the ISR stayed below min ISR {row['min_insync_replicas']} for {under:.1f} s with ELR off: "
+                    "replicas that left it could only come back as leaders through an unclean election")
+    return said

@@ -69,7 +69,8 @@ def _isr_p1(t: int) -> tuple[int | None, str]:
 
 def frames(spark):
     """(runs, events, produce, consume, timeline) DataFrames of the run."""
-    runs = spark.createDataFrame([(RUN, "hand-built", "a hand-built run", "kraft", "4.3.1", "all", 3, 2, False, 2, 100,
+    runs = spark.createDataFrame([(RUN, "hand-built", "a hand-built run", "kraft", "4.3.1", True, "all", 3, 2, False, 2,
+                                   100,
                                    "broker-kill (leader of 0) at 3 s",
                                    [{"kind": "broker-kill", "target": "leader of 0", "at_s": 3.0, "heal_at_s": None}],
                                    ns(0), ns(1), 10.0, ns(10), True, [])], schemas.RUNS)
@@ -90,7 +91,7 @@ def frames(spark):
     samples = []
     for t in range(11):
         for partition, state, replicas in ((0, _isr_p0(t), "1,2,3"), (1, _isr_p1(t), "2,3,1")):
-            samples.append((RUN, ns(t), 2, "1,2,3", partition, state[0], replicas, state[1], None))
+            samples.append((RUN, ns(t), 2, "1,2,3", partition, state[0], replicas, state[1], None, 7, "", "", None))
     timeline = spark.createDataFrame(samples, schemas.TIMELINE)
     return runs, events, produce, consume, timeline
 

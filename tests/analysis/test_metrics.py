@@ -145,11 +145,24 @@ def test_leadership_segments(spark, analysis):
 
 def test_fault_impact(spark, analysis):
     expected = spark.createDataFrame(
-        [(RUN, "f1", 0, 1, 2, 2.0, 1.0, 4.0, 3.5), (RUN, "f1", 1, 2, 2, None, 1.0, 4.0, 4.01)],
+        [(RUN, "f1", 0, 1, 2, 2.0, "isr", 1.0, 4.0, 3.5), (RUN, "f1", 1, 2, 2, None, None, 1.0, 4.0, 4.01)],
         "run_id string, fault_id string, partition int, leader_before int, leader_after int, new_leader_s double, "
-        "isr_shrink_s double, isr_expand_s double, first_ack_s double")
+        "new_leader_from string, isr_shrink_s double, isr_expand_s double, first_ack_s double")
     got = analysis.faults.select(*expected.columns)
     assertDataFrameEqual(got, expected, rtol=1e-9)
+
+
+@pytest.mark.parametrize(("isr", "elr", "origin"), [("1", "2,3", "elr"), ("1", "", "unclean"), ("1", None, "unclean")])
+def test_where_the_new_leader_came_from(spark, isr, elr, origin):
+    """Partition 0's new leader (broker 2, elected at 6 s) out of the replicas the sample before
+    showed: the Eligible Leader Replicas with ISR below min ISR (KRaft, KIP-966), else an unclean
+    election (also on ZooKeeper, whose timeline has no ELR)."""
+    runs, events, produce, consume, timeline = ledgers.frames(spark)
+    before = (F.col("partition") == 0) & (F.col("t_ns") == ns(5))
+    timeline = (timeline.withColumn("isr", F.when(before, F.lit(isr)).otherwise(F.col("isr")))
+                .withColumn("elr", F.when(before, F.lit(elr)).otherwise(F.col("elr"))))
+    impact = metrics.fault_impact(events, metrics.partition_states(timeline, runs), produce, runs)
+    assert {r.partition: r.new_leader_from for r in impact.collect()} == {0: origin, 1: None}
 
 
 def test_a_leader_elected_after_the_load_is_no_failover(spark):
@@ -167,6 +180,7 @@ def test_summary_row(analysis):
             row.reordered) == (16, 13, 2, 1, 1, 1, 1, 1)
     assert (row.unavailable_s, row.unavailable_in_fault_s) == (pytest.approx(4.61), pytest.approx(4.61))
     assert row.new_leader_s == pytest.approx(2.0)
+    assert (row.new_leader_from, row.under_min_isr_s, row.eligible_leader_replicas) == ("isr", pytest.approx(3.0), True)
     assert row.causes == {"NOT_ENOUGH_REPLICAS": 1}
     assert row.throughput_msgs_s == pytest.approx(11 / 9)
     assert row.e2e_p99_ms == pytest.approx(1600)

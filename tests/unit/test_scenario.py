@@ -268,3 +268,25 @@ def test_a_scenario_becomes_its_kraft_variant_on_a_kraft_cluster():
     bad = {"scenario": {"name": "demo"}, "kraft": {"faults": [{"kind": "quorum-loss", "at_s": 1, "target": {"node": 1}}]}}
     with pytest.raises(sc.ScenarioError, match=r"demo.yml \(its kraft variant\).*quorum-loss takes no target"):
         sc.parse(bad, "demo.yml", THREE_BROKERS)
+
+
+def test_eligible_leader_replicas_need_a_kraft_cluster():
+    """ELR on is refused on ZooKeeper (skipped in a sweep, naming what is allowed); off is what
+    ZooKeeper always runs with; on KRaft both run."""
+    msg = error_of(scenario={"workload": {"eligible_leader_replicas": True}}, cluster=THREE_BROKERS)
+    assert msg == ("demo.yml: scenario.workload.eligible_leader_replicas: Eligible Leader Replicas need a KRaft cluster "
+                   "(Kafka 4.x); this inventory runs zookeeper, which has none (allowed here: false or null)")
+    sweep = {"workload.eligible_leader_replicas": [False, True]}
+    zk = parse(sweep=sweep, cluster=THREE_BROKERS)
+    assert [r.scenario.workload.eligible_leader_replicas if r.scenario else r.skipped[:29] for r in zk] == [
+        False, "Eligible Leader Replicas need"]
+    kraft = parse(sweep=sweep, cluster=KRAFT_SHAPE)
+    assert [r.scenario.workload.eligible_leader_replicas for r in kraft if r.scenario] == [False, True]
+
+
+def test_the_durability_suite_runs_elr_off_and_on_on_kraft_only():
+    for path in sorted((ROOT / "benchmarks" / "suites" / "durability").glob("*.yml")):
+        zk, kraft = sc.load(path, THREE_BROKERS), sc.load(path, KRAFT_SHAPE)
+        assert not any(r.scenario and r.scenario.workload.eligible_leader_replicas for r in zk), path
+        values = {r.scenario.workload.eligible_leader_replicas for r in kraft if r.scenario}
+        assert values == ({False, True} if "leader-kill" not in path.name else {None}), path
