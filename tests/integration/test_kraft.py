@@ -16,7 +16,7 @@ import time
 import pyarrow.compute as pc
 import pytest
 
-from benchmarks import cluster, inventory, kafka_protocol, ledger, smoke
+from benchmarks import cluster, features, inventory, kafka_protocol, ledger, smoke
 from benchmarks import runner as runner_lib
 from benchmarks import scenario as sc
 from benchmarks.report import outputs
@@ -112,9 +112,11 @@ def test_second_run_changes_nothing_and_check_mode_works(kraft, runner):
     assert assert_ok(runner.run("site.yml", KRAFT_INVENTORY, check=True)).count("changed") == 0
 
 
-def suite(name: str) -> sc.Scenario:
-    [run] = sc.load(ROOT / "benchmarks" / "suites" / "kraft" / f"{name}.yml")
-    return run.scenario
+def suite(name: str, directory: str = "kraft", elr: bool | None = None) -> sc.Scenario:
+    """The scenario of a suite file; of a file swept over ELR off and on, the point with `elr`."""
+    runs = sc.load(ROOT / "benchmarks" / "suites" / directory / f"{name}.yml")
+    [scenario] = [r.scenario for r in runs if r.scenario and r.scenario.workload.eligible_leader_replicas in (elr, None)]
+    return scenario
 
 
 def test_active_controller_kill_elects_another_and_the_timeline_shows_it(kraft, runner, tmp_path):
@@ -157,6 +159,29 @@ def test_leader_kill_with_acks_all_loses_nothing_on_kraft(kraft, runner, results
     [run] = outputs.build(str(out)).data.runs
     assert (run.summary["metadata_mode"], run.summary["kafka_version"]) == ("kraft", "4.3.1")
     assert run.summary["lost"] == 0 and run.summary["new_leader_s"] is not None and run.summary["new_leader_s"] > 0
+
+
+@pytest.mark.parametrize(("control", "seed", "origin"), [
+    ("10-negative-acks1-lagging-followers", 3, "isr"), ("11-negative-unclean-election", 5, "unclean")])
+def test_negative_controls_still_lose_writes_with_elr_on(kraft, runner, tmp_path, spark, control, seed, origin):
+    """Eligible Leader Replicas (on, finalized by the run itself from off) must not blind the
+    harness: both negative controls lose acknowledged writes, and the new leader came from where
+    the suite files say (acks=1: a lagging follower still in the ISR; unclean: a replica neither in
+    the ISR nor eligible), as the report states."""
+    assert_ok(runner.run("features.yml", KRAFT_INVENTORY, extravars={"kafka_features": {features.ELR: 0}}))
+    summary = runner_lib.execute(suite(control, "durability", elr=True), kraft, KRAFT_INVENTORY, runner, tmp_path,
+                                 quick=True, seed=seed)
+    assert summary.valid, summary.invalid_reasons
+    assert summary.eligible_leader_replicas is True
+    events = (tmp_path / os.path.basename(summary.run_dir) / "events.jsonl").read_text()
+    assert '"event":"feature-finalized","feature":"eligible.leader.replicas.version","level":1,"previous":0,' \
+           '"changed":true' in events
+    assert summary.acked_lost > 0, f"{control} with ELR on lost nothing: the harness is blind"
+    [run] = outputs.build(str(tmp_path)).data.runs
+    assert run.severity == "bad" and run.summary["eligible_leader_replicas"] is True
+    assert run.summary["new_leader_from"] == origin, run.verdict
+    assert ("by an unclean election" in run.verdict) is (origin == "unclean"), run.verdict
+    print(f"\n{control}, ELR on: {run.verdict}")
 
 
 def test_rolling_restart_takes_the_quorum_leader_last(kraft, runner):

@@ -132,7 +132,7 @@ def test_compare_puts_the_same_scenario_on_zookeeper_and_kraft_side_by_side(resu
 
 def test_negative_control_acks_1_with_lagging_followers_loses_acked_writes(cluster_up, runner, tmp_path, spark):
     """If this control shows no loss, the harness is blind."""
-    [run] = sc.load(ROOT / "benchmarks" / "suites" / "durability" / "10-negative-acks1-lagging-followers.yml")
+    run, _elr_on = sc.load(ROOT / "benchmarks" / "suites" / "durability" / "10-negative-acks1-lagging-followers.yml")
     summary = runner_lib.execute(run.scenario, cluster_up, LOCAL_INVENTORY, runner, tmp_path, quick=True, seed=3)
     assert summary.acked > 1000
     assert summary.acked_lost > 0, "acks=1 with lagging followers and a killed leader lost nothing: the harness is blind"
@@ -148,7 +148,7 @@ def test_negative_control_acks_1_with_lagging_followers_loses_acked_writes(clust
 
 def test_negative_control_unclean_election_loses_acked_writes(cluster_up, runner, tmp_path, spark):
     """acks=all does not help when a stale follower may be elected: if this loses nothing, the harness is blind."""
-    [run] = sc.load(ROOT / "benchmarks" / "suites" / "durability" / "11-negative-unclean-election.yml")
+    run, _elr_on = sc.load(ROOT / "benchmarks" / "suites" / "durability" / "11-negative-unclean-election.yml")
     summary = runner_lib.execute(run.scenario, cluster_up, LOCAL_INVENTORY, runner, tmp_path, quick=True, seed=5)
     assert summary.valid, summary.invalid_reasons
     assert summary.acked_lost > 0, "unclean election after a long follower pause lost nothing: the harness is blind"
