@@ -161,9 +161,12 @@ def test_leader_kill_with_acks_all_loses_nothing_on_kraft(kraft, runner, results
     assert run.summary["lost"] == 0 and run.summary["new_leader_s"] is not None and run.summary["new_leader_s"] > 0
 
 
-@pytest.mark.parametrize(("control", "seed", "origin"), [
-    ("10-negative-acks1-lagging-followers", 3, "isr"), ("11-negative-unclean-election", 5, "unclean")])
-def test_negative_controls_still_lose_writes_with_elr_on(kraft, runner, tmp_path, spark, control, seed, origin):
+@pytest.mark.parametrize(("control", "seed", "origins"), [
+    # On combined nodes the two paused followers are 2 of the 3 controllers: the quorum is lost until
+    # they resume, and the new leader may come after the load; it is never an eligible replica.
+    ("10-negative-acks1-lagging-followers", 3, {"isr", None}),
+    ("11-negative-unclean-election", 5, {"unclean"})])
+def test_negative_controls_still_lose_writes_with_elr_on(kraft, runner, tmp_path, spark, control, seed, origins):
     """Eligible Leader Replicas (on, finalized by the run itself from off) must not blind the
     harness: both negative controls lose acknowledged writes, and the new leader came from where
     the suite files say (acks=1: a lagging follower still in the ISR; unclean: a replica neither in
@@ -179,8 +182,8 @@ def test_negative_controls_still_lose_writes_with_elr_on(kraft, runner, tmp_path
     assert summary.acked_lost > 0, f"{control} with ELR on lost nothing: the harness is blind"
     [run] = outputs.build(str(tmp_path)).data.runs
     assert run.severity == "bad" and run.summary["eligible_leader_replicas"] is True
-    assert run.summary["new_leader_from"] == origin, run.verdict
-    assert ("by an unclean election" in run.verdict) is (origin == "unclean"), run.verdict
+    assert run.summary["new_leader_from"] in origins, run.verdict
+    assert ("by an unclean election" in run.verdict) is (origins == {"unclean"}), run.verdict
     print(f"\n{control}, ELR on: {run.verdict}")
 
 
