@@ -2,7 +2,8 @@
 topic and the controller, sampled every 500 ms, and every event (phases, fault intents,
 injections and heals) on the same wall clock as the ledger.
 
-In KRaft the same samples also hold the active controller's epoch, the fenced brokers and each
+Each sample also holds the partition's high watermark (what consumers may read). In KRaft the
+same samples also hold the active controller's epoch, the fenced brokers and each
 partition's Eligible Leader Replicas (ELR) and last known ELR, and a second table, `quorum`,
 holds each controller's lag behind the quorum's high watermark (DescribeQuorum)."""
 
@@ -39,7 +40,10 @@ TIMELINE_KRAFT_FIELDS = [
     pa.field("elr", pa.string()),              # the partition's Eligible Leader Replicas; null: ELR off
     pa.field("last_known_elr", pa.string()),
 ]
-TIMELINE_SCHEMA = pa.schema(list(TIMELINE_SCHEMA) + TIMELINE_KRAFT_FIELDS)
+#: The partition's high watermark (ListOffsets latest, read uncommitted): the offset below which
+#: consumers may read. Null when its leader did not answer in time; absent from runs of older versions.
+TIMELINE_HW_FIELDS = [pa.field("high_watermark", pa.int64())]
+TIMELINE_SCHEMA = pa.schema(list(TIMELINE_SCHEMA) + TIMELINE_KRAFT_FIELDS + TIMELINE_HW_FIELDS)
 
 #: One row per controller per sample (KRaft): where the quorum stands.
 QUORUM_SCHEMA = pa.schema([
@@ -100,24 +104,46 @@ class TimelineSampler(threading.Thread):
             md = self.admin.list_topics(self.topic, timeout=max(0.4, self.interval_s))
         except Exception as exc:  # no broker answered: that is data too
             self.out.append(self.run_id, now, kraft.leader if kraft else None, "", None, None, None, None,
-                            str(exc)[:200], epoch, fenced, None, None)
+                            str(exc)[:200], epoch, fenced, None, None, None)
             return
         alive = ",".join(str(b) for b in sorted(md.brokers))
         controller = kraft.leader if kraft else (md.controller_id if md.controller_id >= 0 else None)
         topic = md.topics.get(self.topic)
         if topic is None or not topic.partitions:
             self.out.append(self.run_id, now, controller, alive, None, None, None, None, "topic not in metadata",
-                            epoch, fenced, None, None)
+                            epoch, fenced, None, None, None)
         else:
+            hw = self._high_watermarks([p.id for p in topic.partitions.values() if p.leader >= 0])
             for p in sorted(topic.partitions.values(), key=lambda p: p.id):
                 leader = p.leader if p.leader >= 0 else None
                 elr = kraft.partitions.get((self.topic, p.id)) if kraft else None
                 self.out.append(self.run_id, now, controller, alive, p.id, leader, ",".join(map(str, p.replicas)),
                                 ",".join(map(str, p.isrs)), None, epoch, fenced,
-                                _ids(elr.elr) if elr else None, _ids(elr.last_known_elr) if elr else None)
+                                _ids(elr.elr) if elr else None, _ids(elr.last_known_elr) if elr else None,
+                                hw.get(p.id))
                 self.last[p.id] = (leader, tuple(p.isrs))
         self.samples += 1
         self.out.maybe_flush()
+
+    def _high_watermarks(self, partitions: list[int]) -> dict[int, int]:
+        """Each led partition's high watermark, as far as its leader answers within the interval."""
+        from confluent_kafka import TopicPartition
+        from confluent_kafka.admin import OffsetSpec
+
+        if not partitions:
+            return {}
+        try:
+            futures = self.admin.list_offsets({TopicPartition(self.topic, p): OffsetSpec.latest() for p in partitions},
+                                              request_timeout=max(0.3, self.interval_s * 0.8))
+        except Exception:  # an admin client without ListOffsets, or a closed one: no high watermarks
+            return {}
+        found = {}
+        for tp, future in futures.items():
+            try:
+                found[tp.partition] = future.result(timeout=self.interval_s).offset
+            except Exception:  # the leader moved or did not answer in time: null for this sample
+                continue
+        return found
 
     def _sample_quorum(self, now: int) -> KRaftState:
         assert self.kraft is not None and self.quorum_out is not None

@@ -16,16 +16,19 @@ EXPECTED_ACKS = 5.0  # a gap must also be as long as 5 acks take at the partitio
 def partition_states(timeline: DataFrame, runs: DataFrame) -> DataFrame:
     """Timeline samples with their successor's time and the partition's health:
     run_id, partition, t_ns, next_t_ns, leader, isr, elr (KRaft's Eligible Leader Replicas; null
-    without), isr_size, replicas_size, leaderless, under_min_isr."""
+    without), isr_size, replicas_size, leaderless, under_min_isr, high_watermark, and hw_stalled:
+    under min ISR and the high watermark the same at the next sample (both known)."""
     timeline = schemas.check(timeline, schemas.TIMELINE, "timeline")
     w = Window.partitionBy("run_id", "partition").orderBy("t_ns")
     size = lambda c: F.when((F.col(c).isNull()) | (F.col(c) == ""), 0).otherwise(F.size(F.split(F.col(c), ",")))  # noqa: E731
+    under = size("isr") < F.col("min_insync_replicas")
+    next_hw = F.lead("high_watermark").over(w)
     return (timeline.filter(F.col("partition").isNotNull())
             .join(F.broadcast(runs.select("run_id", "min_insync_replicas")), on="run_id", how="inner")
             .select("run_id", "partition", "t_ns", F.lead("t_ns").over(w).alias("next_t_ns"), "leader", "isr", "elr",
                     size("isr").alias("isr_size"), size("replicas").alias("replicas_size"),
-                    F.col("leader").isNull().alias("leaderless"),
-                    (size("isr") < F.col("min_insync_replicas")).alias("under_min_isr")))
+                    F.col("leader").isNull().alias("leaderless"), under.alias("under_min_isr"), "high_watermark",
+                    F.coalesce(under & (next_hw == F.col("high_watermark")), F.lit(False)).alias("hw_stalled")))
 
 
 def leadership_segments(states: DataFrame) -> DataFrame:
@@ -42,12 +45,25 @@ def leadership_segments(states: DataFrame) -> DataFrame:
 
 
 def health_time(states: DataFrame) -> DataFrame:
-    """Per (run_id, partition): seconds the timeline showed it without a leader, and with
-    fewer in-sync replicas than min.insync.replicas."""
+    """Per (run_id, partition): seconds the timeline showed it without a leader, with fewer
+    in-sync replicas than min.insync.replicas, and so with its high watermark standing still."""
     span = (F.coalesce("next_t_ns", "t_ns") - F.col("t_ns")) / 1e9
     return states.groupBy("run_id", "partition").agg(
         F.sum(F.when(F.col("leaderless"), span).otherwise(0.0)).alias("leaderless_s"),
-        F.sum(F.when(F.col("under_min_isr"), span).otherwise(0.0)).alias("under_min_isr_s"))
+        F.sum(F.when(F.col("under_min_isr"), span).otherwise(0.0)).alias("under_min_isr_s"),
+        F.sum(F.when(F.col("hw_stalled"), span).otherwise(0.0)).alias("hw_stall_s"))
+
+
+def acked_invisible(produce: DataFrame, states: DataFrame) -> DataFrame:
+    """Per (run_id, partition): messages acknowledged while the partition's high watermark stood
+    still under min ISR, at an offset at or above it: acknowledged, and not readable by any
+    consumer until the ISR grew back (with Eligible Leader Replicas, KIP-966, acks=0/1 writes)."""
+    stalls = states.filter(F.col("hw_stalled")).select("run_id", "partition", "t_ns", "next_t_ns", "high_watermark")
+    acked = produce.filter(F.col("outcome") == "acked").select("run_id", "partition", "ack_ns", "offset")
+    return (acked.join(F.broadcast(stalls), on=["run_id", "partition"], how="inner")
+            .filter((F.col("ack_ns") >= F.col("t_ns")) & (F.col("ack_ns") < F.col("next_t_ns"))
+                    & (F.col("offset") >= F.col("high_watermark")))
+            .groupBy("run_id", "partition").agg(F.count("*").alias("acked_invisible")))
 
 
 def unavailability(produce: DataFrame, runs: DataFrame, states: DataFrame, bounds: DataFrame,

@@ -32,6 +32,7 @@ from benchmarks.analysis import schemas
 from benchmarks.analysis.availability import (
     EXPECTED_ACKS,
     GAP_THRESHOLD_S,
+    acked_invisible,
     fault_impact,
     health_time,
     leadership_segments,
@@ -55,7 +56,7 @@ from benchmarks.codes import FINAL_READ, OUTCOMES, STATUSES
 
 # The analysis API, whichever module of the package defines each job.
 __all__ = ["EXPECTED_ACKS", "FINAL_READ", "FLOOR_MS", "GAP_THRESHOLD_S", "OUTCOMES", "PERCENTILES", "PERCENTILE_NAMES",
-           "PRECISION", "STATUSES", "Analysis", "analyse", "counts", "decode_status", "end_to_end", "errors",
+           "PRECISION", "STATUSES", "Analysis", "acked_invisible", "analyse", "counts", "decode_status", "end_to_end", "errors",
            "fault_impact", "health_time", "leadership_segments", "lost_messages", "message_status", "partition_states",
            "per_second", "percentiles", "phase_bounds", "phase_windows", "produce_phases", "reordered", "run_keys",
            "status_codes", "steadiness", "summarize", "unavailability"]
@@ -94,20 +95,22 @@ SUMMARY_COLUMNS = (
     "sent", "acked", "failed", "indeterminate", "lost", "unseen", "duplicates", "reordered", "failed_delivered",
     "indeterminate_delivered", "throughput_msgs_s", "throughput_mb_s", "latency_p50_ms", "latency_p99_ms",
     "latency_p999_ms", "latency_max_ms", "send_latency_p99_ms", "e2e_p99_ms", "unavailable_s", "unavailable_in_fault_s",
-    "leaderless_partition", "leaderless_s", "under_min_isr_s", "new_leader_s", "new_leader_from",
-    "steady", "steady_p99_first_ms", "steady_p99_last_ms",
+    "leaderless_partition", "leaderless_s", "under_min_isr_s", "hw_stall_s", "acked_invisible", "new_leader_s",
+    "new_leader_from", "steady", "steady_p99_first_ms", "steady_p99_last_ms",
     "steady_p50_ms", "warm_p50_ms", "steady_acked_share", "causes", "valid", "invalid_reasons",
 )
 
 
 def summarize(runs: DataFrame, counts_df: DataFrame, reordered_df: DataFrame, phases: DataFrame,
               e2e: DataFrame, unavailable: DataFrame, impact: DataFrame, steady: DataFrame,
-              errors_df: DataFrame, health: DataFrame) -> DataFrame:
+              errors_df: DataFrame, health: DataFrame, invisible: DataFrame) -> DataFrame:
     """One row per run with SUMMARY_COLUMNS: counts over the whole run; throughput and latency
     over the measured phase; unavailable_s is the worst partition's total time without acks
     (unavailable_in_fault_s: of windows overlapping the fault phase); leaderless_s the total of
     the windows in which the timeline saw leaderless_partition without a leader (the most such);
-    under_min_isr_s the worst partition's time with fewer in-sync replicas than min ISR (timeline);
+    under_min_isr_s the worst partition's time with fewer in-sync replicas than min ISR (timeline),
+    hw_stall_s its time so with the high watermark standing still, acked_invisible the messages
+    acknowledged above a stalled high watermark (unreadable until the ISR grew back);
     new_leader_s the slowest leader change after a fault, new_leader_from where the new leaders
     came from ("isr", "elr", "unclean", comma-separated when they differed); causes, per error behind
     a failed or unconfirmed send (`errors`' cause), how many sends it was behind."""
@@ -122,7 +125,9 @@ def summarize(runs: DataFrame, counts_df: DataFrame, reordered_df: DataFrame, ph
     leaders = impact.groupBy("run_id").agg(
         F.max("new_leader_s").alias("new_leader_s"),
         F.nullif(F.array_join(F.array_sort(F.collect_set("new_leader_from")), ","), F.lit("")).alias("new_leader_from"))
-    under = health.groupBy("run_id").agg(F.max("under_min_isr_s").alias("under_min_isr_s"))
+    under = (health.groupBy("run_id").agg(F.max("under_min_isr_s").alias("under_min_isr_s"),
+                                          F.max("hw_stall_s").alias("hw_stall_s"))
+             .join(invisible.groupBy("run_id").agg(F.sum("acked_invisible").alias("acked_invisible")), on="run_id", how="left"))
     leaderless = (unavailable.filter(F.col("leaderless")).groupBy("run_id", "partition")
                   .agg(F.sum("duration_s").alias("_l"))
                   .groupBy("run_id").agg(F.max_by("partition", "_l").alias("leaderless_partition"),
@@ -137,7 +142,7 @@ def summarize(runs: DataFrame, counts_df: DataFrame, reordered_df: DataFrame, ph
             .join(steady.drop("steady_s"), on="run_id", how="left")
             .join(causes, on="run_id", how="left")
             .fillna(0, subset=["sent", "acked", "failed", "indeterminate", "lost", "unseen", "duplicates", "reordered",
-                               "failed_delivered", "indeterminate_delivered"])
+                               "failed_delivered", "indeterminate_delivered", "acked_invisible"])
             .fillna(0.0, subset=["unavailable_s", "unavailable_in_fault_s"])
             .select(*SUMMARY_COLUMNS).orderBy("scenario", "run_id"))
 
@@ -170,4 +175,4 @@ def analyse(runs: DataFrame, events: DataFrame, produce: DataFrame, consume: Dat
         phases=phases, end_to_end=e2e, per_second=per_second(produce, runs), errors=errors_df,
         segments=leadership_segments(states), health=health, unavailability=unavailable, faults=impact,
         summary=summarize(runs, counts_df, reordered_df, phases, e2e, unavailable, impact,
-                          steadiness(produce, bounds), errors_df, health))
+                          steadiness(produce, bounds), errors_df, health, acked_invisible(produce, states)))

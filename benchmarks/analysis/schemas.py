@@ -32,10 +32,10 @@ def from_arrow(schema: pa.Schema) -> T.StructType:
 
 PRODUCE = from_arrow(ledger.PRODUCE_SCHEMA)
 CONSUME = from_arrow(ledger.CONSUME_SCHEMA)
-# The timeline's columns the analysis reads. Those of KRaft clusters are absent from runs of older
-# versions: the input edge adds them as nulls (`TIMELINE_NEWER`).
+# The timeline's columns the analysis reads. Those of KRaft clusters and the high watermark are
+# absent from runs of older versions: the input edge adds them as nulls (`TIMELINE_NEWER`).
 TIMELINE = from_arrow(timeline.TIMELINE_SCHEMA)
-TIMELINE_NEWER = tuple(f.name for f in timeline.TIMELINE_KRAFT_FIELDS)
+TIMELINE_NEWER = tuple(f.name for f in timeline.TIMELINE_KRAFT_FIELDS + timeline.TIMELINE_HW_FIELDS)
 
 _PYTHON_TO_SPARK = {str: T.StringType(), int: T.LongType(), float: T.DoubleType(), bool: T.BooleanType()}
 

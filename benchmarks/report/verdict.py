@@ -99,17 +99,21 @@ def verdict(row: dict[str, Any], peers: list[dict[str, Any]]) -> tuple[str, str]
 
 def _elr_explained(row: dict[str, Any]) -> list[str]:
     """What Eligible Leader Replicas (KIP-966, KRaft) changed in this run, in plain words, from
-    what the timeline showed: only where it mattered (the ISR went below min ISR, or a leader
+    what the timeline measured: only where it mattered (the ISR went below min ISR, or a leader
     came from the ELR)."""
     said = []
-    elr, under = row.get("eligible_leader_replicas"), row.get("under_min_isr_s") or 0.0
+    elr, under, stall = row.get("eligible_leader_replicas"), row.get("under_min_isr_s") or 0.0, row.get("hw_stall_s") or 0.0
     if "elr" in (row.get("new_leader_from") or "").split(","):
         said.append("ELR made a replica that had left the ISR leader cleanly: it held every committed write, so the "
                     "partition neither stayed leaderless nor needed an unclean election")
-    if elr and under > 0:
-        said.append(f"the ISR stayed below min ISR {row['min_insync_replicas']} for {under:.1f} s: with ELR on, the "
-                    "high watermark does not advance meanwhile, so writes acknowledged with acks=0 or 1 stay "
-                    "invisible to consumers until the ISR is back, and the replicas that left it stay eligible")
+    if row.get("acked_invisible"):
+        said.append(f"{_plural(row['acked_invisible'], 'write')} acknowledged while the high watermark stood still "
+                    f"({stall:.1f} s with the ISR below min ISR {row['min_insync_replicas']}): no consumer could read "
+                    "them until the ISR grew back" + (" (with ELR on the high watermark waits for min ISR)" if elr else ""))
+    elif elr and under > 0:
+        said.append(f"the ISR stayed below min ISR {row['min_insync_replicas']} for {under:.1f} s with ELR on "
+                    f"(the high watermark stood still {stall:.1f} s of it); the replicas that left the ISR stayed "
+                    "eligible to lead")
     elif elr is False and under > 0 and row["fault_schedule"]:
         said.append(f"the ISR stayed below min ISR {row['min_insync_replicas']} for {under:.1f} s with ELR off: "
                     "replicas that left it could only come back as leaders through an unclean election")

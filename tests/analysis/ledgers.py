@@ -8,7 +8,8 @@ Timestamps are seconds after T0 (converted to ns exactly). What the ledgers hold
 - producer 0 seq 5 in the log twice (p1/2 and p1/3): one duplicate;
 - producer 0 seq 12 at p1/6 before seq 11 at p1/7: one reordered;
 - seq 6 failed, not in the log; seq 8 failed but in the log; seq 7 timed out but in the log;
-- no ack to p0 from 3.01 s to 7.5 s and to p1 from 3.4 s to 8.01 s."""
+- no ack to p0 from 3.01 s to 7.5 s and to p1 from 3.4 s to 8.01 s;
+- p1's ISR below min ISR from 5 to 8 s, its high watermark standing still from 5 to 7 s."""
 
 from __future__ import annotations
 
@@ -67,6 +68,12 @@ def _isr_p1(t: int) -> tuple[int | None, str]:
     return 2, ("2" if 5 <= t <= 7 else "2,3,1")
 
 
+def _hw(partition: int, t: int) -> int | None:
+    """Partition 1's high watermark stands at 3 while its ISR is below min ISR (5 to 7 s), then
+    jumps to 9; partition 0's is unknown (its leader never answered ListOffsets)."""
+    return None if partition == 0 else (3 if t <= 7 else 9)
+
+
 def frames(spark):
     """(runs, events, produce, consume, timeline) DataFrames of the run."""
     runs = spark.createDataFrame([(RUN, "hand-built", "a hand-built run", "kraft", "4.3.1", True, "all", 3, 2, False, 2,
@@ -91,7 +98,8 @@ def frames(spark):
     samples = []
     for t in range(11):
         for partition, state, replicas in ((0, _isr_p0(t), "1,2,3"), (1, _isr_p1(t), "2,3,1")):
-            samples.append((RUN, ns(t), 2, "1,2,3", partition, state[0], replicas, state[1], None, 7, "", "", None))
+            samples.append((RUN, ns(t), 2, "1,2,3", partition, state[0], replicas, state[1], None, 7, "", "", None,
+                            _hw(partition, t)))
     timeline = spark.createDataFrame(samples, schemas.TIMELINE)
     return runs, events, produce, consume, timeline
 

@@ -129,8 +129,9 @@ def test_sparse_partitions_stretch_the_gap_threshold(spark):
 
 
 def test_health_time_from_the_timeline(spark, analysis):
-    expected = spark.createDataFrame([(RUN, 0, 1.0, 0.0), (RUN, 1, 0.0, 3.0)],
-                                     "run_id string, partition int, leaderless_s double, under_min_isr_s double")
+    expected = spark.createDataFrame([(RUN, 0, 1.0, 0.0, 0.0), (RUN, 1, 0.0, 3.0, 2.0)],
+                                     "run_id string, partition int, leaderless_s double, under_min_isr_s double, "
+                                     "hw_stall_s double")
     assertDataFrameEqual(analysis.health, expected, rtol=1e-9)
 
 
@@ -150,6 +151,19 @@ def test_fault_impact(spark, analysis):
         "new_leader_from string, isr_shrink_s double, isr_expand_s double, first_ack_s double")
     got = analysis.faults.select(*expected.columns)
     assertDataFrameEqual(got, expected, rtol=1e-9)
+
+
+def test_acknowledged_writes_above_a_stalled_high_watermark_are_counted(spark, analysis):
+    """Partition 1's high watermark stands at 3 from 5 to 7 s (ISR below min ISR): an ack in that
+    window at offset 3 or above was unreadable; one below the high watermark, or after the window,
+    or on a partition whose high watermark is unknown, is not counted."""
+    runs, events, produce, consume, timeline = ledgers.frames(spark)
+    extra = spark.createDataFrame(
+        [(RUN, 0, 100 + i, -1, ns(5.5), ns(5.5), ns(at), "acked", part, offset, None, None)
+         for i, (at, part, offset) in enumerate([(5.6, 1, 3), (6.9, 1, 4), (5.7, 1, 2), (7.2, 1, 5), (5.8, 0, 9)])],
+        schemas.PRODUCE)
+    counted = metrics.acked_invisible(produce.unionByName(extra), metrics.partition_states(timeline, runs))
+    assertDataFrameEqual(counted, spark.createDataFrame([(RUN, 1, 2)], "run_id string, partition int, acked_invisible long"))
 
 
 @pytest.mark.parametrize(("isr", "elr", "origin"), [("1", "2,3", "elr"), ("1", "", "unclean"), ("1", None, "unclean")])
@@ -181,6 +195,7 @@ def test_summary_row(analysis):
     assert (row.unavailable_s, row.unavailable_in_fault_s) == (pytest.approx(4.61), pytest.approx(4.61))
     assert row.new_leader_s == pytest.approx(2.0)
     assert (row.new_leader_from, row.under_min_isr_s, row.eligible_leader_replicas) == ("isr", pytest.approx(3.0), True)
+    assert (row.hw_stall_s, row.acked_invisible) == (pytest.approx(2.0), 0)
     assert row.causes == {"NOT_ENOUGH_REPLICAS": 1}
     assert row.throughput_msgs_s == pytest.approx(11 / 9)
     assert row.e2e_p99_ms == pytest.approx(1600)

@@ -109,3 +109,25 @@ def test_a_fault_of_every_server_is_named_by_its_kind_alone():
     r = row(fault="zookeeper-stop at 5 s, healed at 15 s", fault_schedule=[entry("zookeeper-stop", "", 5, 15)],
             unavailable_in_fault_s=0.0)
     assert verdict(r, [r])[0] == "0 lost; 0.0 s without acks on the worst partition during zookeeper-stop"
+
+
+def test_what_eligible_leader_replicas_changed_is_said_from_what_was_measured():
+    kill = {"fault": "broker-stop (a follower of 0) at 5 s", "fault_schedule": [entry("broker-stop", "a follower of 0", 5)],
+            "unavailable_in_fault_s": 0.0}
+    held = row(acks="1", eligible_leader_replicas=True, under_min_isr_s=9.5, hw_stall_s=9.0, acked_invisible=9120, **kill)
+    text, _ = verdict(held, [held])
+    assert text.endswith("9,120 writes acknowledged while the high watermark stood still (9.0 s with the ISR below "
+                         "min ISR 2): no consumer could read them until the ISR grew back (with ELR on the high "
+                         "watermark waits for min ISR)")
+    off = row(run_id="b", acks="1", eligible_leader_replicas=False, under_min_isr_s=9.5, hw_stall_s=0.0,
+              acked_invisible=0, **kill)
+    text, _ = verdict(off, [held, off])
+    assert text.endswith("the ISR stayed below min ISR 2 for 9.5 s with ELR off: replicas that left it could only come "
+                         "back as leaders through an unclean election")
+    elected = row(eligible_leader_replicas=True, new_leader_s=9.1, new_leader_from="elr", **kill)
+    text, _ = verdict(elected, [elected])
+    assert "new leader after 9.1 s (from the Eligible Leader Replicas); ELR made a replica that had left the ISR " \
+           "leader cleanly" in text
+    zookeeper = row(new_leader_s=2.0, new_leader_from="isr", under_min_isr_s=3.0, **kill)
+    text, _ = verdict(zookeeper, [zookeeper])
+    assert text.endswith("new leader after 2.0 s (from the ISR)")
