@@ -117,9 +117,12 @@ def load_spec(inventory_path: Path | str = DEFAULT_INVENTORY) -> LabSpec:
         raise LabError(f"{where}: kafka_bench_lab_gateway and kafka_bench_lab_management_address must differ")
     hosts, seen = [], dict(reserved)
     for name in names:
-        if not _NAME.fullmatch(name):
+        # Inventory hosts that share an address are processes of one lab host (a dedicated KRaft
+        # controller beside a broker): they name it with kafka_bench_lab_host.
+        lab_name = str(resolver(name)("kafka_bench_lab_host") or name)
+        if not _NAME.fullmatch(lab_name):
             raise LabError(f"{inventory_path}: host {name!r}: lab host names are 1-11 of a-z, 0-9, '-' "
-                           "(they name the namespace and the link)")
+                           f"(they name the namespace and the link); got {lab_name!r}")
         raw = resolver(name)("ansible_host")
         try:
             address = ipaddress.IPv4Address(str(raw))
@@ -129,10 +132,15 @@ def load_spec(inventory_path: Path | str = DEFAULT_INVENTORY) -> LabSpec:
         if address not in network or address in (network.network_address, network.broadcast_address):
             raise LabError(f"{inventory_path}: host {name}: ansible_host {address} is not a host address of "
                            f"kafka_bench_lab_network {network}; the lab only reaches its own hosts")
+        if seen.get(address) == lab_name:
+            continue  # another process of a lab host already listed
         if address in seen:
-            raise LabError(f"{inventory_path}: host {name}: ansible_host {address} is already used by {seen[address]}")
-        seen[address] = name
-        hosts.append(LabHost(name, str(address)))
+            raise LabError(f"{inventory_path}: host {name}: ansible_host {address} is already used by {seen[address]}"
+                           f" (inventory hosts on one lab host set kafka_bench_lab_host: {seen[address]})")
+        if lab_name in seen.values():
+            raise LabError(f"{inventory_path}: host {name}: lab host {lab_name} already has another address")
+        seen[address] = lab_name
+        hosts.append(LabHost(lab_name, str(address)))
     return LabSpec(inventory_path, tuple(hosts), network, bridge, str(gateway), str(management),
                    Path(str(get("kafka_bench_lab_state_dir"))))
 

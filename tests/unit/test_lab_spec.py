@@ -11,6 +11,7 @@ import subprocess
 import pytest
 import yaml
 
+from benchmarks import inventory as inventory_lib
 from benchmarks import lab
 from tests.conftest import ROOT
 
@@ -44,13 +45,40 @@ def test_the_lab_inventory_describes_three_hosts_on_their_own_subnet():
     assert spec.state_dir == ROOT / ".state" / "lab"
 
 
+def test_the_kraft_lab_runs_a_controller_and_a_broker_on_each_of_its_hosts():
+    """Inventory hosts sharing an address are processes of one lab host (kafka_bench_lab_host)."""
+    spec = lab.load_spec(ROOT / "inventories" / "lab-kraft")
+    assert [(h.name, h.address) for h in spec.hosts] == [
+        ("kraft1", "10.213.1.11"), ("kraft2", "10.213.1.12"), ("kraft3", "10.213.1.13")]
+    assert (spec.bridge, spec.state_dir) == ("kblab1", ROOT / ".state" / "lab-kraft")
+    assert not {h.address for h in spec.hosts} & {h.address for h in lab.load_spec(ROOT / "inventories" / "lab").hosts}
+    inv = inventory_lib.load(ROOT / "inventories" / "lab-kraft")
+    assert [(b.broker_id, b.name, b.bootstrap) for b in inv.brokers] == [
+        (0, "kraft1", "10.213.1.11:9092"), (1, "kraft2", "10.213.1.12:9092"), (2, "kraft3", "10.213.1.13:9092")]
+    assert [(c.node_id, c.name) for c in inv.controllers] == [(9990, "kraft1-ctl"), (9991, "kraft2-ctl"),
+                                                               (9992, "kraft3-ctl")]
+
+
+def test_processes_of_one_lab_host_must_name_it(tmp_path):
+    inventory = write_inventory(tmp_path, {"lab1": "10.213.0.11", "lab1-ctl": "10.213.0.11"})
+    hosts = yaml.safe_load((inventory / "hosts.yml").read_text())
+    hosts["all"]["children"]["kafka"]["hosts"]["lab1-ctl"]["kafka_bench_lab_host"] = "lab1"
+    (inventory / "hosts.yml").write_text(yaml.safe_dump(hosts))
+    assert [(h.name, h.address) for h in lab.load_spec(inventory).hosts] == [("lab1", "10.213.0.11")]
+    hosts["all"]["children"]["kafka"]["hosts"]["lab1-ctl"] = {"ansible_host": "10.213.0.12", "kafka_bench_lab_host": "lab1"}
+    (inventory / "hosts.yml").write_text(yaml.safe_dump(hosts))
+    with pytest.raises(lab.LabError, match="host lab1-ctl: lab host lab1 already has another address"):
+        lab.load_spec(inventory)
+
+
 @pytest.mark.parametrize("hosts, overrides, expected", [
     ({"lab1": "10.9.0.5"}, {}, "host lab1: ansible_host 10.9.0.5 is not a host address of kafka_bench_lab_network "
                                "10.213.0.0/24"),
     ({"lab1": "10.213.0.255"}, {}, "ansible_host 10.213.0.255 is not a host address"),
     ({"lab1": "somewhere"}, {}, "host lab1: ansible_host 'somewhere' must be an IPv4 address in 10.213.0.0/24"),
     ({"lab1": None}, {}, "host lab1: ansible_host None must be an IPv4 address"),
-    ({"lab1": "10.213.0.11", "lab2": "10.213.0.11"}, {}, "host lab2: ansible_host 10.213.0.11 is already used by lab1"),
+    ({"lab1": "10.213.0.11", "lab2": "10.213.0.11"}, {}, "host lab2: ansible_host 10.213.0.11 is already used by lab1 "
+                                                         "(inventory hosts on one lab host set kafka_bench_lab_host: lab1)"),
     ({"lab1": "10.213.0.1"}, {}, "ansible_host 10.213.0.1 is already used by kafka_bench_lab_gateway"),
     ({"Lab_1": "10.213.0.11"}, {}, "host 'Lab_1': lab host names are 1-11 of a-z"),
     ({"averyveryverylongname": "10.213.0.11"}, {}, "lab host names are 1-11"),
@@ -111,7 +139,7 @@ def test_teardown_removes_only_what_the_lab_made_and_reports_clean(tmp_path):
 
 def test_vagrant_topology_matches_its_inventories():
     text = (ROOT / "Vagrantfile").read_text()
-    for layout, inventory in (("colocated", "vagrant"), ("separate", "vagrant-separate")):
+    for layout, inventory in (("colocated", "vagrant"), ("separate", "vagrant-separate"), ("kraft", "vagrant-kraft")):
         block = text.split(f'"{layout}" => {{', 1)[1].split("\n    ],", 1)[0]
         assert f'inventory: "inventories/{inventory}"' in block
         boxes = {m[0]: (m[1], set(m[2].split())) for m in
@@ -152,7 +180,7 @@ def vagrant_validate(layout: str) -> subprocess.CompletedProcess:
                           timeout=300, env={**os.environ, "KAFKA_BENCH_LAYOUT": layout})
 
 
-@pytest.mark.parametrize("layout", ["colocated", "separate"])
+@pytest.mark.parametrize("layout", ["colocated", "separate", "kraft"])
 def test_vagrant_validates_the_vagrantfile(layout):
     done = vagrant_validate(layout)
     assert done.returncode == 0 and "validated successfully" in done.stdout, done.stdout + done.stderr
