@@ -95,6 +95,7 @@ test-roles: install
 ## The lab: hosts on this machine (network namespaces with their own /etc, /opt, /var and an
 ## sshd), deployed over SSH with the same playbooks; torn down afterwards, also when a test fails.
 LAB_INVENTORY := inventories/lab
+LAB_KRAFT_INVENTORY := inventories/lab-kraft
 LAB_PACKAGES := openssh-server nftables ruby
 
 lab-deps:
@@ -102,7 +103,8 @@ lab-deps:
 
 test-lab: install lab-deps
 	$(BIN)/python -m pytest -m lab -s tests/lab; status=$$?; \
-	  $(BIN)/kafka-bench lab down --inventory $(LAB_INVENTORY) || status=1; exit $$status
+	  $(BIN)/kafka-bench lab down --inventory $(LAB_INVENTORY) || status=1; \
+	  $(BIN)/kafka-bench lab down --inventory $(LAB_KRAFT_INVENTORY) || status=1; exit $$status
 
 lab-up: install lab-deps
 	$(BIN)/kafka-bench lab up --inventory $(LAB_INVENTORY)

@@ -19,10 +19,10 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from benchmarks import cluster, ledger
 from benchmarks import inventory as inventory_lib
-from benchmarks import lab as lab_lib
 from benchmarks import runner as runner_lib
 from benchmarks import scenario as sc
 from tests.conftest import ROOT, assert_ok, wait_for
+from tests.lab.helpers import built_lab, ssh
 
 pytestmark = [pytest.mark.lab, pytest.mark.slow]
 
@@ -32,16 +32,8 @@ ENSEMBLE = "10.213.0.11:2181,10.213.0.12:2181,10.213.0.13:2181/kafka"
 
 @pytest.fixture(scope="module")
 def lab():
-    the_lab = lab_lib.Lab(lab_lib.load_spec(LAB))
-    assert the_lab.down() == [], "an earlier lab could not be torn down"
-    try:
-        started = time.monotonic()
-        the_lab.up()
-        print(f"\nlab up: {len(the_lab.spec.hosts)} hosts in {time.monotonic() - started:.1f} s")
+    with built_lab(LAB) as the_lab:
         yield the_lab
-    finally:
-        left = the_lab.down()
-    assert left == [], f"lab teardown left {left}"
 
 
 @pytest.fixture(scope="module")
@@ -51,13 +43,6 @@ def lab_cluster(lab, runner):
     print(f"\nsite.yml deployed 3 ZooKeeper servers and 3 brokers on 3 lab hosts over SSH in "
           f"{time.monotonic() - started:.0f} s (changed={result.count('changed')})")
     return inventory_lib.load(LAB)
-
-
-def ssh(lab: lab_lib.Lab, host: str, command: str) -> str:
-    done = subprocess.run(["ssh", "-F", str(lab.spec.state_dir / "ssh_config"), host, command],
-                          capture_output=True, text=True, timeout=60)
-    assert done.returncode == 0, f"{host}: {command}: {done.stderr}"
-    return done.stdout
 
 
 def zookeeper_modes(inventory: inventory_lib.ClusterInventory) -> dict[str, str]:

@@ -1,0 +1,34 @@
+"""What the lab tests share: a lab built for a module and torn down after it, and a command run
+on a lab host over SSH as Ansible reaches it."""
+
+from __future__ import annotations
+
+import contextlib
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+from benchmarks import lab as lab_lib
+
+
+@contextlib.contextmanager
+def built_lab(inventory: Path) -> Iterator[lab_lib.Lab]:
+    """The lab of `inventory`, up (an earlier one torn down first), torn down on the way out."""
+    the_lab = lab_lib.Lab(lab_lib.load_spec(inventory))
+    assert the_lab.down() == [], "an earlier lab could not be torn down"
+    try:
+        started = time.monotonic()
+        the_lab.up()
+        print(f"\nlab up: {len(the_lab.spec.hosts)} hosts in {time.monotonic() - started:.1f} s")
+        yield the_lab
+    finally:
+        left = the_lab.down()
+    assert left == [], f"lab teardown left {left}"
+
+
+def ssh(lab: lab_lib.Lab, host: str, command: str) -> str:
+    done = subprocess.run(["ssh", "-F", str(lab.spec.state_dir / "ssh_config"), host, command],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, f"{host}: {command}: {done.stderr}"
+    return done.stdout
