@@ -12,7 +12,7 @@ INVENTORY ?= inventories/local
 # Tools the tests and playbooks start (ansible-playbook, molecule, ...) come from the venv.
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: bench bench-durability bench-kraft bench-lab perf perf-deps perf-analysis report test test-deps test-unit test-cluster test-roles test-lab lint install cluster-up cluster-down cluster-status lab-deps lab-up lab-down clean
+.PHONY: bench bench-durability bench-kraft bench-lab bench-lab-kraft perf perf-deps perf-analysis report test test-deps test-unit test-cluster test-roles test-lab lint install cluster-up cluster-down cluster-status lab-deps lab-up lab-down clean
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -116,6 +116,12 @@ lab-down: install
 ## The multi-host failover scenarios (broker kill, host isolation, Jepsen's partition) on the lab.
 bench-lab: lab-up
 	$(BIN)/kafka-bench run lab --inventory $(LAB_INVENTORY)
+
+## The kraft suite on the KRaft lab (a dedicated controller and a broker on each of three hosts).
+bench-lab-kraft: install lab-deps
+	$(BIN)/kafka-bench lab up --inventory $(LAB_KRAFT_INVENTORY)
+	$(BIN)/kafka-bench cluster up --inventory $(LAB_KRAFT_INVENTORY)
+	$(BIN)/kafka-bench run kraft --inventory $(LAB_KRAFT_INVENTORY)
 
 lint: install
 	$(BIN)/ruff check .
