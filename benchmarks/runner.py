@@ -251,6 +251,9 @@ def _prepare(run: Run) -> None:
     finalized = effective["cluster"]["finalized_features"]
     if run.inventory.kraft and "error" not in finalized:
         run.eligible_leader_replicas = finalized.get(features.ELR, "0") != "0"
+    if want and run.eligible_leader_replicas != w.eligible_leader_replicas:
+        run.invalid.append(f"{features.ELR} is {finalized.get(features.ELR, 'unknown')} on the brokers, scenario says "
+                           f"eligible_leader_replicas {str(w.eligible_leader_replicas).lower()}")
     (run.run_dir / "effective-config.json").write_text(json.dumps(effective, indent=2))
 
 
