@@ -114,8 +114,10 @@ def test_second_run_changes_nothing_and_check_mode_works(kraft, runner):
 
 def suite(name: str, directory: str = "kraft", elr: bool | None = None) -> sc.Scenario:
     """The scenario of a suite file; of a file swept over ELR off and on, the point with `elr`."""
-    runs = sc.load(ROOT / "benchmarks" / "suites" / directory / f"{name}.yml")
-    [scenario] = [r.scenario for r in runs if r.scenario and r.scenario.workload.eligible_leader_replicas in (elr, None)]
+    scenarios = [r.scenario for r in sc.load(ROOT / "benchmarks" / "suites" / directory / f"{name}.yml") if r.scenario]
+    if elr is not None:
+        scenarios = [s for s in scenarios if s.workload.eligible_leader_replicas is elr]
+    [scenario] = scenarios
     return scenario
 
 
