@@ -60,7 +60,7 @@ def test_each_host_runs_a_controller_and_a_broker(lab, kraft_lab):
         pids = ssh(lab, host.name, "/etc/kafka/kafka-service pid; /etc/kafka-controller/kafka-service pid").split()
         assert len(set(pids)) == 2, pids
         listening = ssh(lab, host.name, "ss -ltnH")
-        assert f"{host.address}:9092" in listening and f"{host.address}:9093" in listening
+        assert ":9092 " in listening and ":9093 " in listening, listening
 
 
 def test_second_deploy_changes_nothing(kraft_lab, runner):
@@ -91,6 +91,6 @@ def test_active_controller_kill_leaves_every_broker_up(lab, kraft_lab, runner, t
 def test_teardown_leaves_no_kafka_on_the_hosts(lab, kraft_lab, runner):
     assert_ok(runner.run("teardown.yml", LAB))
     for host in lab.spec.hosts:
-        assert ssh(lab, host.name, "pgrep -f kafka.Kafka || true").strip() == ""
+        assert ssh(lab, host.name, "pgrep -f '[k]afka[.]Kafka' || true").strip() == ""
         assert ssh(lab, host.name, "ls /etc/kafka /etc/kafka-controller /var/lib/kafka-controller/data 2>&1 || true").count(
             "No such file") == 3
