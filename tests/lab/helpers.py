@@ -1,5 +1,5 @@
-"""What the lab tests share: a lab built for a module and torn down after it, and a command run
-on a lab host over SSH as Ansible reaches it."""
+"""What the lab tests share: a lab built for a module and torn down after it, the cluster
+site.yml deploys on it, and a command run on a lab host over SSH as Ansible reaches it."""
 
 from __future__ import annotations
 
@@ -9,7 +9,10 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+from benchmarks import inventory as inventory_lib
 from benchmarks import lab as lab_lib
+from benchmarks.ansible import AnsibleRunner
+from tests.conftest import assert_ok
 
 
 @contextlib.contextmanager
@@ -32,3 +35,12 @@ def ssh(lab: lab_lib.Lab, host: str, command: str) -> str:
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, f"{host}: {command}: {done.stderr}"
     return done.stdout
+
+
+def deployed(runner: AnsibleRunner, inventory: Path, what: str) -> inventory_lib.ClusterInventory:
+    """The cluster of `inventory` deployed by site.yml over SSH, with the time it took."""
+    started = time.monotonic()
+    result = assert_ok(runner.run("site.yml", inventory))
+    print(f"\nsite.yml deployed {what} on 3 lab hosts over SSH in {time.monotonic() - started:.0f} s "
+          f"(changed={result.count('changed')})")
+    return inventory_lib.load(inventory)

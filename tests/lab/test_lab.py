@@ -22,7 +22,7 @@ from benchmarks import inventory as inventory_lib
 from benchmarks import runner as runner_lib
 from benchmarks import scenario as sc
 from tests.conftest import ROOT, assert_ok, wait_for
-from tests.lab.helpers import built_lab, ssh
+from tests.lab.helpers import built_lab, deployed, ssh
 
 pytestmark = [pytest.mark.lab, pytest.mark.slow]
 
@@ -38,11 +38,7 @@ def lab():
 
 @pytest.fixture(scope="module")
 def lab_cluster(lab, runner):
-    started = time.monotonic()
-    result = assert_ok(runner.run("site.yml", LAB))
-    print(f"\nsite.yml deployed 3 ZooKeeper servers and 3 brokers on 3 lab hosts over SSH in "
-          f"{time.monotonic() - started:.0f} s (changed={result.count('changed')})")
-    return inventory_lib.load(LAB)
+    return deployed(runner, LAB, "3 ZooKeeper servers and 3 brokers")
 
 
 def zookeeper_modes(inventory: inventory_lib.ClusterInventory) -> dict[str, str]:

@@ -7,19 +7,17 @@ down: the two labs have their own subnets and could also be up together)."""
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import pyarrow.compute as pc
 import pytest
 
 from benchmarks import cluster, ledger
-from benchmarks import inventory as inventory_lib
 from benchmarks import runner as runner_lib
 from benchmarks import scenario as sc
 from benchmarks.timeline import QUORUM_SCHEMA, TIMELINE_SCHEMA
 from tests.conftest import ROOT, assert_ok, wait_for
-from tests.lab.helpers import built_lab, ssh
+from tests.lab.helpers import built_lab, deployed, ssh
 
 pytestmark = [pytest.mark.lab, pytest.mark.slow]
 
@@ -35,11 +33,7 @@ def lab():
 
 @pytest.fixture(scope="module")
 def kraft_lab(lab, runner):
-    started = time.monotonic()
-    result = assert_ok(runner.run("site.yml", LAB))
-    print(f"\nsite.yml deployed 3 dedicated controllers and 3 brokers on 3 lab hosts over SSH in "
-          f"{time.monotonic() - started:.0f} s (changed={result.count('changed')})")
-    return inventory_lib.load(LAB)
+    return deployed(runner, LAB, "3 dedicated controllers and 3 brokers")
 
 
 def test_each_host_runs_a_controller_and_a_broker(lab, kraft_lab):
