@@ -120,13 +120,15 @@ def test_compare_puts_the_same_scenario_on_zookeeper_and_kraft_side_by_side(resu
     assert proc.returncode == 0, proc.stdout + proc.stderr
     rows = list(csv.DictReader((out / "compare.csv").open()))
     assert [r["scenario"] for r in rows] == ["leader-kill"]
-    for label, directory in (("zookeeper 3.9.2", dirs[0]), ("kraft 4.3.1", dirs[1])):
+    [kraft_source] = list(csv.DictReader((dirs[1] / "summary.csv").open()))
+    elr = {"true": ", ELR on", "false": ", ELR off"}.get(kraft_source["eligible_leader_replicas"].lower(), "")
+    for label, directory in (("zookeeper 3.9.2", dirs[0]), (f"kraft 4.3.1{elr}", dirs[1])):
         [source] = list(csv.DictReader((directory / "summary.csv").open()))
         for column in ("new_leader_s", "unavailable_s", "lost", "latency_p99_ms"):
             assert float(rows[0][f"{column} [{label}]"]) == pytest.approx(float(source[column])), (label, column)
         assert rows[0][f"verdict [{label}]"] == source["verdict"]
     html = (out / "compare.html").read_text()
-    assert "zookeeper 3.9.2" in html and "kraft 4.3.1" in html and "<svg" in html
+    assert "zookeeper 3.9.2" in html and f"kraft 4.3.1{elr}" in html and "<svg" in html
     print("\n" + proc.stdout)
 
 
