@@ -63,16 +63,30 @@ def _ids(ids: Any) -> str | None:
     return None if ids is None else ",".join(map(str, ids))
 
 
+def _watermark_consumer(bootstrap: str) -> Any:
+    """A consumer that only asks watermarks: it never joins its group nor commits."""
+    from confluent_kafka import Consumer
+
+    return Consumer({"bootstrap.servers": bootstrap, "group.id": "kafka-bench-timeline",
+                     "enable.auto.commit": False, "log_level": 3})
+
+
 class TimelineSampler(threading.Thread):
     """Samples metadata of one topic every `interval_s` until stopped."""
 
     def __init__(self, bootstrap: str, topic: str, directory: Path, interval_s: float = 0.5,
                  admin_factory: Callable[[str], Any] | None = None, run_id: str = "",
-                 kraft: KRaftProbe | None = None, quorum_directory: Path | None = None) -> None:
+                 kraft: KRaftProbe | None = None, quorum_directory: Path | None = None,
+                 watermark_factory: Callable[[str], Any] | None = None) -> None:
         super().__init__(name="timeline", daemon=True)
         from benchmarks.cluster import admin_client
 
         self.admin = (admin_factory or admin_client)(bootstrap)
+        self.bootstrap = bootstrap
+        self._watermark_factory = watermark_factory or _watermark_consumer
+        self._watermark_client: Any = None
+        self._last_hw: dict[int, tuple[int, int]] = {}  # partition -> (leader, high watermark it reported)
+        self._not_caught_up: set[int] = set()
         self.topic = topic
         self.run_id = run_id
         self.interval_s = interval_s
@@ -93,6 +107,8 @@ class TimelineSampler(threading.Thread):
         self.out.close()
         if self.quorum_out:
             self.quorum_out.close()
+        if self._watermark_client is not None:
+            self._watermark_client.close()
 
     def sample(self) -> None:
         now = time.time_ns()
@@ -113,7 +129,7 @@ class TimelineSampler(threading.Thread):
             self.out.append(self.run_id, now, controller, alive, None, None, None, None, "topic not in metadata",
                             epoch, fenced, None, None, None)
         else:
-            hw = self._high_watermarks([p.id for p in topic.partitions.values() if p.leader >= 0])
+            hw = self._high_watermarks({p.id: p.leader for p in topic.partitions.values() if p.leader >= 0})
             for p in sorted(topic.partitions.values(), key=lambda p: p.id):
                 leader = p.leader if p.leader >= 0 else None
                 elr = kraft.partitions.get((self.topic, p.id)) if kraft else None
@@ -125,24 +141,60 @@ class TimelineSampler(threading.Thread):
         self.samples += 1
         self.out.maybe_flush()
 
-    def _high_watermarks(self, partitions: list[int]) -> dict[int, int]:
-        """Each led partition's high watermark, as far as its leader answers within the interval."""
+    def _high_watermarks(self, leaders: dict[int, int]) -> dict[int, int]:
+        """Each led partition's high watermark (partition -> leader), as far as its leader answers
+        within the interval. A leader that answers its high watermark has not caught up with the
+        start of its epoch (OFFSET_NOT_AVAILABLE: under ZooKeeper the epoch moves on when the ISR
+        shrinks, and the high watermark stands still while the ISR is below min ISR) still holds
+        the one it last reported: that one is recorded again, for as long as the same leader says so."""
         from confluent_kafka import TopicPartition
         from confluent_kafka.admin import OffsetSpec
 
-        if not partitions:
+        if not leaders:
             return {}
         try:
-            futures = self.admin.list_offsets({TopicPartition(self.topic, p): OffsetSpec.latest() for p in partitions},
+            futures = self.admin.list_offsets({TopicPartition(self.topic, p): OffsetSpec.latest() for p in leaders},
                                               request_timeout=max(0.3, self.interval_s * 0.8))
         except Exception:  # an admin client without ListOffsets, or a closed one: no high watermarks
             return {}
-        found = {}
+        found, missed = {}, []
         for tp, future in futures.items():
             try:
                 found[tp.partition] = future.result(timeout=self.interval_s).offset
-            except Exception:  # the leader moved or did not answer in time: null for this sample
-                continue
+            except Exception:  # the leader moved, did not answer in time, or was asked with a stale epoch
+                missed.append(tp)
+        found |= self._watermarks(missed)
+        held = {p: hw for p, (leader, hw) in self._last_hw.items()
+                if p in self._not_caught_up and p not in found and leaders.get(p) == leader}
+        found |= held
+        self._last_hw = {p: (leaders[p], hw) for p, hw in found.items()}
+        return found
+
+    def _watermarks(self, partitions: list[Any]) -> dict[int, int]:
+        """High watermarks asked without a leader epoch, for the partitions the admin client's
+        ListOffsets missed: after an ISR change under ZooKeeper librdkafka's admin request, sent
+        with the epoch it cached, is refused (FENCED_LEADER_EPOCH) until its metadata catches up;
+        a consumer's watermark query carries no epoch. Within half the interval; a partition whose
+        leader does not answer stays null for this sample. Notes the partitions whose leader said
+        its high watermark has not caught up with its epoch."""
+        from confluent_kafka import KafkaError
+
+        self._not_caught_up = set()
+        if not partitions:
+            return {}
+        if self._watermark_client is None:
+            self._watermark_client = self._watermark_factory(self.bootstrap)
+        found, deadline = {}, time.monotonic() + self.interval_s / 2
+        for tp in partitions:
+            left = deadline - time.monotonic()
+            if left <= 0.05:
+                break
+            try:
+                found[tp.partition] = self._watermark_client.get_watermark_offsets(tp, timeout=left)[1]
+            except Exception as exc:  # no answer in time: null for this sample, unless the leader is behind its epoch
+                error = exc.args[0] if exc.args else None
+                if getattr(error, "code", lambda: None)() == KafkaError.OFFSET_NOT_AVAILABLE:
+                    self._not_caught_up.add(tp.partition)
         return found
 
     def _sample_quorum(self, now: int) -> KRaftState:

@@ -109,7 +109,7 @@ def _elr_explained(row: dict[str, Any]) -> list[str]:
     if row.get("acked_invisible"):
         said.append(f"{_plural(row['acked_invisible'], 'write')} acknowledged while the high watermark stood still "
                     f"({stall:.1f} s with the ISR below min ISR {row['min_insync_replicas']}): no consumer could read "
-                    "them until the ISR grew back" + (" (with ELR on the high watermark waits for min ISR)" if elr else ""))
+                    "them until the ISR grew back (the leader holds the high watermark while the ISR is below min ISR)")
     elif elr and under > 0:
         said.append(f"the ISR stayed below min ISR {row['min_insync_replicas']} for {under:.1f} s with ELR on "
                     f"(the high watermark stood still {stall:.1f} s of it); the replicas that left the ISR stayed "

@@ -117,8 +117,8 @@ def test_what_eligible_leader_replicas_changed_is_said_from_what_was_measured():
     held = row(acks="1", eligible_leader_replicas=True, under_min_isr_s=9.5, hw_stall_s=9.0, acked_invisible=9120, **kill)
     text, _ = verdict(held, [held])
     assert text.endswith("9,120 writes acknowledged while the high watermark stood still (9.0 s with the ISR below "
-                         "min ISR 2): no consumer could read them until the ISR grew back (with ELR on the high "
-                         "watermark waits for min ISR)")
+                         "min ISR 2): no consumer could read them until the ISR grew back (the leader holds the "
+                         "high watermark while the ISR is below min ISR)")
     off = row(run_id="b", acks="1", eligible_leader_replicas=False, under_min_isr_s=9.5, hw_stall_s=0.0,
               acked_invisible=0, **kill)
     text, _ = verdict(off, [held, off])

@@ -159,6 +159,24 @@ def test_negative_control_unclean_election_loses_acked_writes(cluster_up, runner
     assert analysed.severity == "bad"
 
 
+def test_acks_1_below_min_isr_is_acknowledged_but_unreadable_until_the_isr_grows_back(cluster_up, runner, tmp_path,
+                                                                                     spark):
+    """The kraft suite's acks1-below-min-isr on ZooKeeper 3.9.2: the follower stopped, acks=1
+    writes keep being acknowledged while the leader holds the high watermark (the shrink moves
+    its epoch on, so it refuses ListOffsets until then and the timeline holds the value it last
+    reported). If the analysis sees no stalled high watermark here, it is blind to it."""
+    [run] = [r for r in sc.load(ROOT / "benchmarks" / "suites" / "kraft" / "05-acks1-below-min-isr.yml")
+             if r.scenario.workload.eligible_leader_replicas is False]
+    summary = runner_lib.execute(run.scenario, cluster_up, LOCAL_INVENTORY, runner, tmp_path, quick=True, seed=2)
+    assert summary.valid, summary.invalid_reasons
+    assert summary.acked_lost == 0
+    [analysed] = outputs.build(str(tmp_path)).data.runs
+    s = analysed.summary
+    assert s["under_min_isr_s"] > 5 and s["hw_stall_s"] > 5, s
+    assert s["acked_invisible"] > 2000, s  # about 1,000 acks a second while the follower was down
+    assert "acknowledged while the high watermark stood still" in analysed.verdict
+
+
 def test_a_fault_that_fails_at_run_time_invalidates_its_run_with_the_reason(cluster_up, runner, tmp_path):
     """An RF 1 partition has no follower to pause: the injection fails during the run, and the
     run says so instead of reporting a valid run without its fault."""
