@@ -1,17 +1,21 @@
 #!/usr/bin/python
 # -*- coding: utf-8 -*-
-"""Read a KRaft node's formatted storage (meta.properties) and propose fresh ids."""
+"""Read a Kafka node's storage identity (meta.properties), the ZooKeeper-to-KRaft migration phase
+recorded on it, and propose fresh ids."""
 
 from __future__ import annotations
 
 DOCUMENTATION = r"""
 ---
 module: kraft_storage
-short_description: Read the identity of a KRaft node's storage
+short_description: Read the identity of a Kafka node's storage
 description:
-  - Reads O(path) (a C(meta.properties) written by C(kafka-storage format)) and returns the
-    cluster id, node id and directory id it holds, or empty strings when the storage is not
-    formatted yet.
+  - Reads O(path) (a C(meta.properties) written by C(kafka-storage format), or by a ZooKeeper-mode
+    broker at its first start) and returns the cluster id, node id and directory id it holds, or
+    empty strings when the storage is not formatted yet. A ZooKeeper-mode broker's file (version 0)
+    names its C(broker.id), returned as the node id: the id it keeps in KRaft.
+  - Reads O(migration_phase_path) when given and present, the ZooKeeper-to-KRaft migration phase
+    C(playbooks/migrate-to-kraft.yml) recorded on the node.
   - Also returns a fresh cluster id and directory id, generated the way Kafka's
     C(Uuid.randomUuid()) does (16 random bytes, URL-safe base64 without padding, never starting
     with C(-)), for a cluster or a controller formatted for the first time.
@@ -21,6 +25,10 @@ options:
     description: The meta.properties file of the node's metadata log directory.
     type: path
     required: true
+  migration_phase_path:
+    description: The file holding the node's migration phase (one word); none when absent.
+    type: path
+    required: false
 author: kafka-bench developers
 """
 
@@ -46,6 +54,14 @@ node_id:
   type: str
 directory_id:
   description: The directory id of the formatted storage, empty when not formatted.
+  returned: always
+  type: str
+version:
+  description: The meta.properties version (0 for a ZooKeeper-mode broker, 1 for KRaft), empty when not formatted.
+  returned: always
+  type: str
+migration_phase:
+  description: The migration phase recorded on the node, C(none) when nothing is recorded.
   returned: always
   type: str
 new_cluster_id:
@@ -86,8 +102,15 @@ def read_properties(path):
 
 
 def main():
-    module = AnsibleModule(argument_spec=dict(path=dict(type="path", required=True)), supports_check_mode=True)
+    module = AnsibleModule(argument_spec=dict(path=dict(type="path", required=True),
+                                              migration_phase_path=dict(type="path", required=False)),
+                           supports_check_mode=True)
     path = module.params["path"]
+    phase_path = module.params["migration_phase_path"]
+    phase = "none"
+    if phase_path and os.path.exists(phase_path):
+        with open(phase_path, encoding="utf-8") as handle:
+            phase = handle.read().strip() or "none"
     values = {}
     if os.path.exists(path):
         try:
@@ -95,7 +118,9 @@ def main():
         except OSError as exc:
             module.fail_json(msg="kraft_storage: cannot read %s: %s" % (path, exc))
     module.exit_json(changed=False, formatted=os.path.exists(path), cluster_id=values.get("cluster.id", ""),
-                     node_id=values.get("node.id", ""), directory_id=values.get("directory.id", ""),
+                     node_id=values.get("node.id", values.get("broker.id", "")),
+                     directory_id=values.get("directory.id", ""), version=values.get("version", ""),
+                     migration_phase=phase,
                      new_cluster_id=random_kafka_uuid(), new_directory_id=random_kafka_uuid())
 
 
