@@ -92,6 +92,9 @@ class ClusterInventory:
     controllers: tuple[Controller, ...] = ()
     metadata_mode: str = "zookeeper"  # kraft | zookeeper
     kafka_version: str = DEFAULT_KAFKA_VERSION
+    # ZooKeeper mode: the KRaft controllers waiting for playbooks/migrate-to-kraft.yml (group
+    # kafka_controller with kafka_zookeeper_migration: true), by inventory name.
+    migration_controllers: tuple[str, ...] = ()
 
     @property
     def kraft(self) -> bool:
@@ -193,7 +196,9 @@ def load(path: Path | str, kafka_group: str = "kafka", zookeeper_group: str = "z
                                {b.name: b for b in brokers})
     if mode == "kraft" and not controllers:
         raise InventoryError(f"{path}: KRaft mode needs controllers: group '{controller_group}' has no hosts")
-    return ClusterInventory(path, tuple(brokers), tuple(zookeepers), controllers, mode, version)
+    waiting = tuple(name for name in groups.get(controller_group, []) if mode == "zookeeper"
+                    and str(resolver(name)("kafka_zookeeper_migration", False)).lower() in ("true", "yes", "1"))
+    return ClusterInventory(path, tuple(brokers), tuple(zookeepers), controllers, mode, version, waiting)
 
 
 def _controllers(path: Path, names: list[str], resolver: Callable[[str], HostVars],

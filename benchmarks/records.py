@@ -202,6 +202,33 @@ class ScheduleStepFailed(Event):
     error: str
 
 
+class ProcedureStart(Event):
+    """An operational procedure (benchmarks/procedures.py) started under the load."""
+
+    event: Literal["procedure-start"] = "procedure-start"
+    procedure_id: str
+    procedure: str     # its name in the scenario (migrate-to-kraft, rolling-restart, ...)
+    playbook: str      # under playbooks/
+    scheduled_ns: int
+
+
+class ProcedurePlay(Event):
+    """The procedure's playbook began a play (its time is the event's t_ns): its steps, in order."""
+
+    event: Literal["procedure-play"] = "procedure-play"
+    procedure_id: str
+    play: str
+
+
+class ProcedureEnd(Event):
+    event: Literal["procedure-end"] = "procedure-end"
+    procedure_id: str
+    ok: bool
+    elapsed_s: float
+    changed: int           # tasks that changed something, over every host
+    failures: list[str]    # "host: task: message" of each failed task
+
+
 class ConsumerKilled(Event):
     event: Literal["consumer-killed"] = "consumer-killed"
     group: str
@@ -233,6 +260,7 @@ class FinalReadEnd(Event):
 
 AnyEvent = Annotated[RunStart | HealBeforeRun | ClusterRecovered | FeatureFinalized | ClockOffsets | ProducePathWarm
                      | LoadStart | FaultIntent | FaultInjected | FaultHealStart | FaultHealed | ScheduleStepFailed
+                     | ProcedureStart | ProcedurePlay | ProcedureEnd
                      | ConsumerKilled | LoadEnd | HealAfterRun | Healed | FinalReadStart | FinalReadEnd,
                      Field(discriminator="event")]
 EVENT = TypeAdapter(AnyEvent)
@@ -244,3 +272,4 @@ def event_name(model: type[Event]) -> str:
 
 
 FAULT_INTENT, FAULT_INJECTED, FAULT_HEALED = (event_name(m) for m in (FaultIntent, FaultInjected, FaultHealed))
+PROCEDURE_START, PROCEDURE_PLAY, PROCEDURE_END = (event_name(m) for m in (ProcedureStart, ProcedurePlay, ProcedureEnd))

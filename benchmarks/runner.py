@@ -297,7 +297,9 @@ def _drive(run: Run) -> None:
         run.scenario.faults, kills, run.warmup_s, run.factor, run.start_ns,
         faults.AnsibleFaultInjector(run.runner, run.inventory_path, run.journal, offsets=run.offsets), run.events,
         situation,
-        run.workers.kill_one_consumer)
+        run.workers.kill_one_consumer,
+        procedures=run.scenario.procedures,
+        run_playbook=lambda playbook, progress: run.runner.run(playbook, run.inventory_path, progress=progress))
     try:
         while run.workers.producing():
             now_ns = time.time_ns()

@@ -18,7 +18,9 @@ from typing import Annotated, Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from benchmarks import procedures as procedures_lib
 from benchmarks.fault_kinds import KINDS, Fault, Strict
+from benchmarks.procedures import Procedure
 
 NAME = r"^[a-z0-9][a-z0-9._-]*$"
 
@@ -97,6 +99,8 @@ class Scenario(Strict):
     workload: Workload = Workload()
     client: ClientProfile = ClientProfile()
     faults: list[Fault] = []
+    # Operational procedures (playbooks) run under the load at their time; see benchmarks/procedures.py.
+    procedures: list[Procedure] = []
     # Whether --quick may shorten this scenario; false where the faults need real time (a killed
     # broker's ZooKeeper session must expire before it can come back, 18 s by default).
     quick: bool = True
@@ -112,6 +116,10 @@ class Scenario(Strict):
                 raise ValueError(f"faults[{index}].at_s ({fault.at_s}) must fall inside workload.duration_s ({w.duration_s})")
             for field, message in fault.workload_errors(w.partitions):
                 raise ValueError(f"faults[{index}].{field} {message}")
+        for index, procedure in enumerate(self.procedures):
+            if procedure.at_s >= w.duration_s:
+                raise ValueError(f"procedures[{index}].at_s ({procedure.at_s}) must fall inside workload.duration_s "
+                                 f"({w.duration_s})")
         return self
 
     @property
@@ -200,6 +208,7 @@ class ClusterShape:
     hosts: int  # distinct broker addresses
     metadata_mode: str = "zookeeper"  # kraft | zookeeper: which fault kinds the cluster can have
     controller_ids: tuple[int, ...] = ()  # KRaft controllers' node ids
+    migration_controllers: int = 0  # controllers waiting for a ZooKeeper -> KRaft migration
 
 
 def _impossible(raw: dict[str, Any], cluster: ClusterShape | None) -> tuple[str, str] | None:
@@ -241,6 +250,10 @@ def _cluster_errors(run: Run, source: str, cluster: ClusterShape) -> list[str]:
                           "runs every broker on one address, so allowed here: "
                           + ", ".join(kind for kind, spec in KINDS.items()
                                       if not spec.needs_own_addresses and cluster.metadata_mode in spec.modes))
+    for index, procedure in enumerate(run.scenario.procedures if run.scenario else []):
+        field = f"{source}{where}: scenario.procedures[{index}]"
+        errors += [f"{field}.{name}: {message}" for name, message
+                   in procedures_lib.cluster_errors(procedure, cluster.metadata_mode, cluster.migration_controllers)]
     return errors
 
 

@@ -1,6 +1,7 @@
 """A run's scheduled steps, carried out on the load's clock by one controller.
 
-Steps are faults injected and healed and consumers killed. The controller owns each fault's
+Steps are faults injected and healed, consumers killed, and operational procedures (playbooks
+run under the load, benchmarks/procedures.py) with each of their plays recorded as an event. The controller owns each fault's
 whole life: resolve its target on the cluster as it is when the fault is due, journal the
 intent, record it as an event, inject it, schedule its heal from the moment it acted, heal it.
 Steps run one at a time in the order of their times: a step resolves its target only once
@@ -21,21 +22,23 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Protocol
 
 from benchmarks import records
+from benchmarks.ansible import PlaybookResult, ProgressCallback, ProgressEvent, summarize_failures
 from benchmarks.fault_kinds import FaultSpec, Situation
 from benchmarks.faults import FaultRecord
+from benchmarks.procedures import Procedure
 
 # Fault playbooks start this long before their scheduled time and the host waits for the
 # moment itself: Ansible's start-up (seconds on a loaded machine) would otherwise delay them.
 FAULT_LEAD_S = 10.0
 
-INJECT, HEAL, KILL_CONSUMER = "inject", "heal", "kill-consumer"
+INJECT, HEAL, KILL_CONSUMER, PROCEDURE = "inject", "heal", "kill-consumer", "procedure"
 
 
 @dataclasses.dataclass(frozen=True, order=True)
 class Step:
     at_s: float  # seconds after the load's start (warm-up included)
-    action: str  # INJECT, HEAL or KILL_CONSUMER
-    what: int | str = dataclasses.field(compare=False)  # the fault's index, or the consumer group
+    action: str  # INJECT, HEAL, KILL_CONSUMER or PROCEDURE
+    what: int | str = dataclasses.field(compare=False)  # the fault's or procedure's index, or the consumer group
 
 
 class Injector(Protocol):
@@ -53,6 +56,16 @@ class Events(Protocol):
     def write(self, event: records.Event) -> Any: ...
 
 
+class PlaybookCall(Protocol):
+    """Runs one playbook of the repository on the run's inventory, reporting its progress."""
+
+    def __call__(self, playbook: str, progress: ProgressCallback) -> PlaybookResult: ...
+
+
+class ProcedureError(RuntimeError):
+    """A procedure's playbook failed."""
+
+
 class Controller:
     """The steps of one run. `situation(busy)` gives what a fault resolves its target against
     (`busy`: brokers already under a fault); `kill_consumer(group)` stops one member of a group
@@ -62,12 +75,17 @@ class Controller:
                  factor: float, start_ns: int, injector: Injector, events: Events,
                  situation: Callable[[FaultSpec, frozenset[int]], Situation],
                  kill_consumer: Callable[[str], int | None], lead_s: float = FAULT_LEAD_S,
-                 spawn: Callable[..., threading.Thread] = threading.Thread) -> None:
+                 spawn: Callable[..., threading.Thread] = threading.Thread,
+                 procedures: Sequence[Procedure] = (), run_playbook: PlaybookCall | None = None) -> None:
         self.faults, self.factor, self.start_ns = list(faults), factor, start_ns
         self.injector, self.events, self.situation, self.kill_consumer = injector, events, situation, kill_consumer
         self.lead_s, self.spawn = lead_s, spawn
+        self.procedures, self.run_playbook = list(procedures), run_playbook
+        if self.procedures and run_playbook is None:
+            raise ValueError("procedures need run_playbook")
         self.steps = sorted([Step(warmup_s + f.at_s * factor, INJECT, i) for i, f in enumerate(self.faults)]
-                            + [Step(warmup_s + at_s * factor, KILL_CONSUMER, group) for group, at_s in consumer_kills])
+                            + [Step(warmup_s + at_s * factor, KILL_CONSUMER, group) for group, at_s in consumer_kills]
+                            + [Step(warmup_s + p.at_s * factor, PROCEDURE, i) for i, p in enumerate(self.procedures)])
         self.records: dict[int, FaultRecord] = {}
         self.active: dict[str, FaultRecord] = {}  # acted, not yet healed
         self.fault_log: list[records.AppliedFault] = []
@@ -117,13 +135,16 @@ class Controller:
                 self._inject(int(step.what), due_ns)
             elif step.action == HEAL:
                 self._heal(int(step.what), due_ns)
+            elif step.action == PROCEDURE:
+                self._procedure(int(step.what), due_ns)
             else:
                 pid = self.kill_consumer(str(step.what))
                 if pid is not None:
                     self.events.write(records.ConsumerKilled(group=str(step.what), pid=pid))
         except Exception as exc:  # whatever failed, the run must say it
             name = (f"faults[{step.what}] ({self.faults[int(step.what)].kind})" if step.action in (INJECT, HEAL)
-                    else f"{KILL_CONSUMER} ({step.what})")
+                    else f"procedures[{step.what}] ({self.procedures[int(step.what)].playbook})"
+                    if step.action == PROCEDURE else f"{KILL_CONSUMER} ({step.what})")
             self.invalid.append(f"{name} {step.action} failed: {exc}")
             self.events.write(records.ScheduleStepFailed(action=step.action, step=name, error=str(exc)))
 
@@ -151,3 +172,23 @@ class Controller:
         at = self.injector.revert(record, not_before_ns=due_ns)
         self.active.pop(record.fault_id, None)
         self.events.write(records.FaultHealed(fault_id=record.fault_id, at_ns=int(at * 1e9)))
+
+    def _procedure(self, index: int, due_ns: int) -> None:
+        """Run the procedure's playbook; each play it begins is an event, at the time it began."""
+        procedure, procedure_id = self.procedures[index], f"procedure-{index}"
+        assert self.run_playbook is not None
+        self.events.write(records.ProcedureStart(procedure_id=procedure_id, procedure=procedure.playbook,
+                                                 playbook=procedure.spec.playbook, scheduled_ns=due_ns))
+        current: list[str] = []
+
+        def progress(event: ProgressEvent) -> None:
+            if event.play and (not current or current[-1] != event.play):
+                current.append(event.play)
+                self.events.write(records.ProcedurePlay(procedure_id=procedure_id, play=event.play))
+
+        result = self.run_playbook(procedure.spec.playbook, progress)
+        self.events.write(records.ProcedureEnd(
+            procedure_id=procedure_id, ok=result.ok, elapsed_s=result.elapsed_s, changed=result.count("changed"),
+            failures=[f"{f.host}: {f.task}: {f.message}" for f in result.failures]))
+        if not result.ok:
+            raise ProcedureError(f"{procedure.spec.playbook} failed:\n{summarize_failures(result.failures)}")

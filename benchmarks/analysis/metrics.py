@@ -51,6 +51,7 @@ from benchmarks.analysis.outcomes import (
 )
 from benchmarks.analysis.percentiles import FLOOR_MS, PERCENTILE_NAMES, PERCENTILES, PRECISION, percentiles
 from benchmarks.analysis.phases import phase_bounds, phase_windows
+from benchmarks.analysis.procedures import procedure_steps, step_impact
 from benchmarks.analysis.steadiness import steadiness
 from benchmarks.codes import FINAL_READ, OUTCOMES, STATUSES
 
@@ -85,6 +86,7 @@ class Analysis:
     health: DataFrame
     unavailability: DataFrame
     faults: DataFrame
+    steps: DataFrame  # per step of each operational procedure (analysis/procedures.py)
     summary: DataFrame
 
 
@@ -169,10 +171,12 @@ def analyse(runs: DataFrame, events: DataFrame, produce: DataFrame, consume: Dat
     health = health_time(states).cache()
     impact = fault_impact(events, states, produce, runs).cache()
     errors_df = errors(produce).cache()
+    segments = leadership_segments(states)
+    steps = step_impact(procedure_steps(events), produce, unavailable, segments, bounds)
     return Analysis(
         runs=runs, bounds=bounds, codes=codes, status=decode_status(codes, keys), counts=counts_df,
         reordered=reordered_df, lost=lost_messages(codes, keys),
         phases=phases, end_to_end=e2e, per_second=per_second(produce, runs), errors=errors_df,
-        segments=leadership_segments(states), health=health, unavailability=unavailable, faults=impact,
+        segments=segments, health=health, unavailability=unavailable, faults=impact, steps=steps,
         summary=summarize(runs, counts_df, reordered_df, phases, e2e, unavailable, impact,
                           steadiness(produce, bounds), errors_df, health, acked_invisible(produce, states)))

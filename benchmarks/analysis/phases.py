@@ -11,13 +11,19 @@ from benchmarks.analysis import schemas
 
 def phase_bounds(runs: DataFrame, events: DataFrame) -> DataFrame:
     """One row per run: load_start_ns, measured_from_ns, fault_start_ns, fault_end_ns, load_end_ns
-    (fault columns null without a fault), and warm_p50_ms (the warmed path's level, for steadiness)."""
+    (fault columns null without a fault or procedure), and warm_p50_ms (the warmed path's level, for steadiness)."""
     runs = schemas.check(runs, schemas.RUNS, "runs")
     events = schemas.check(events, schemas.EVENTS, "events")
-    injected = (events.filter(F.col("event") == records.FAULT_INJECTED).groupBy("run_id")
-                .agg(F.min("at_ns").alias("fault_start_ns"), F.count("*").alias("_injected")))
-    healed = (events.filter(F.col("event") == records.FAULT_HEALED).groupBy("run_id")
-              .agg(F.max("at_ns").alias("_last_heal"), F.count("*").alias("_healed")))
+    # A procedure run under the load (benchmarks/procedures.py) disturbs it like a fault: from its
+    # start to its end.
+    started = F.when(F.col("event") == records.FAULT_INJECTED, F.col("at_ns")).when(
+        F.col("event") == records.PROCEDURE_START, F.col("t_ns"))
+    ended = F.when(F.col("event") == records.FAULT_HEALED, F.col("at_ns")).when(
+        F.col("event") == records.PROCEDURE_END, F.col("t_ns"))
+    injected = (events.filter(started.isNotNull()).groupBy("run_id")
+                .agg(F.min(started).alias("fault_start_ns"), F.count("*").alias("_injected")))
+    healed = (events.filter(ended.isNotNull()).groupBy("run_id")
+              .agg(F.max(ended).alias("_last_heal"), F.count("*").alias("_healed")))
     joined = runs.join(injected, on="run_id", how="left").join(healed, on="run_id", how="left")
     all_healed = (F.col("_healed") == F.col("_injected")) & (F.col("_last_heal") <= F.col("load_end_ns"))
     return joined.select(

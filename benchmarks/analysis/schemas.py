@@ -85,7 +85,8 @@ RUNS_SCALARS = T.StructType([f for f in RUNS.fields
                              if not isinstance(f.dataType, T.ArrayType) and f.name not in NEWER_RUN_FIELDS])
 
 # events.jsonl: the fields the analysis uses; other fields of an event are ignored.
-EVENTS = from_events(["run_id", "t_ns", "event", "fault_id", "kind", "broker", "reason", "at_ns"])
+EVENTS = from_events(["run_id", "t_ns", "event", "fault_id", "kind", "broker", "reason", "at_ns",
+                      "procedure_id", "procedure", "play", "ok"])
 
 
 def check(df: DataFrame, expected: T.StructType, name: str) -> DataFrame:

@@ -26,6 +26,7 @@ class RunReport:
     faults: list[dict[str, Any]]
     fault_events: list[dict[str, Any]]
     lost: list[dict[str, Any]]
+    steps: list[dict[str, Any]] = dataclasses.field(default_factory=list)  # of the procedures run under the load
     verdict: str = ""
     severity: str = "good"
 
@@ -35,6 +36,7 @@ class ReportData:
     source: str
     runs: list[RunReport]
     lost_all: list[dict[str, Any]]
+    steps_all: list[dict[str, Any]] = dataclasses.field(default_factory=list)
 
 
 def _rows(df) -> list[dict[str, Any]]:
@@ -53,7 +55,7 @@ def collect(analysis: Analysis, events_rows: list[dict[str, Any]], source: str) 
     summary = _rows(analysis.summary)
     bounds = {r["run_id"]: r for r in _rows(analysis.bounds)}
     grouped = {name: _by_run(_rows(getattr(analysis, name))) for name in (
-        "phases", "end_to_end", "per_second", "errors", "segments", "health", "unavailability", "faults")}
+        "phases", "end_to_end", "per_second", "errors", "segments", "health", "unavailability", "faults", "steps")}
     lost_all = _rows(analysis.lost.orderBy("run_id", "partition", "offset"))
     lost = _by_run(lost_all)
     kinds = (records.FAULT_INTENT, records.FAULT_INJECTED, records.FAULT_HEALED)
@@ -70,5 +72,7 @@ def collect(analysis: Analysis, events_rows: list[dict[str, Any]], source: str) 
             health=sorted(grouped["health"].get(rid, []), key=lambda r: r["partition"]),
             unavailability=sorted(grouped["unavailability"].get(rid, []), key=lambda r: (r["partition"], r["start_ns"])),
             faults=sorted(grouped["faults"].get(rid, []), key=lambda r: (r["injected_ns"], r["partition"])),
-            fault_events=fault_events.get(rid, []), lost=lost.get(rid, [])[:LOST_IDS_SHOWN]))
-    return ReportData(source=source, runs=runs, lost_all=lost_all)
+            fault_events=fault_events.get(rid, []), lost=lost.get(rid, [])[:LOST_IDS_SHOWN],
+            steps=sorted(grouped["steps"].get(rid, []), key=lambda r: (r["procedure_id"], r["step"]))))
+    steps_all = [step for run in runs for step in run.steps]
+    return ReportData(source=source, runs=runs, lost_all=lost_all, steps_all=steps_all)

@@ -1,5 +1,6 @@
 """The report of a run or sweep directory, end to end: Spark session, inputs, analysis,
-verdicts, then report.html, summary.csv, summary.parquet and lost-messages.csv."""
+verdicts, then report.html, summary.csv, summary.parquet, lost-messages.csv and, for runs with
+operational procedures, procedure-steps.csv."""
 
 from __future__ import annotations
 
@@ -65,6 +66,11 @@ def write(data: ReportData, out_dir: Path) -> Report:
             writer = csv.DictWriter(handle, fieldnames=list(data.lost_all[0]))
             writer.writeheader()
             writer.writerows(data.lost_all)
+    if data.steps_all:
+        with open(out_dir / "procedure-steps.csv", "w", newline="", encoding="utf-8") as handle:
+            writer = csv.DictWriter(handle, fieldnames=list(data.steps_all[0]))
+            writer.writeheader()
+            writer.writerows(data.steps_all)
     html_path = out_dir / "report.html"
     tmp = html_path.with_suffix(".html.tmp")
     tmp.write_text(html.page(data), encoding="utf-8")

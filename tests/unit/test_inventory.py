@@ -38,3 +38,11 @@ def test_missing_inventory_and_missing_group_are_named(tmp_path):
 def test_unknown_broker_is_named():
     with pytest.raises(inventory.InventoryError, match="no broker 9; brokers are broker0 \\(id 0\\)"):
         inventory.load(LOCAL_INVENTORY).broker(9)
+
+
+def test_the_migration_inventory_is_zookeeper_with_controllers_waiting_for_the_migration():
+    inv = inventory.load(ROOT / "inventories" / "local-migration")
+    assert inv.metadata_mode == "zookeeper" and inv.kafka_version == "3.9.2"
+    assert [b.bootstrap for b in inv.brokers] == ["127.0.0.1:9092", "127.0.0.1:9093", "127.0.0.1:9094"]
+    assert inv.controllers == () and inv.migration_controllers == ("ctl0", "ctl1", "ctl2")
+    assert inventory.load(LOCAL_INVENTORY).migration_controllers == ()

@@ -290,3 +290,25 @@ def test_the_durability_suite_runs_elr_off_and_on_on_kraft_only():
         assert not any(r.scenario and r.scenario.workload.eligible_leader_replicas for r in zk), path
         values = {r.scenario.workload.eligible_leader_replicas for r in kraft if r.scenario}
         assert values == ({False, True} if "leader-kill" not in path.name else {None}), path
+
+
+def test_procedures_are_checked_against_the_scenario_and_the_inventory():
+    unknown = {"scenario": {"name": "demo", "procedures": [{"playbook": "site", "at_s": 1}]}}
+    with pytest.raises(sc.ScenarioError, match=r"demo.yml: scenario.procedures\[0\].playbook: must be one of "
+                                               r"'rolling-restart' or 'migrate-to-kraft' \(got 'site'\)"):
+        sc.parse(unknown, "demo.yml")
+    late = {"scenario": {"name": "demo", "workload": {"duration_s": 10},
+                         "procedures": [{"playbook": "rolling-restart", "at_s": 10}]}}
+    with pytest.raises(sc.ScenarioError, match=r"procedures\[0\].at_s \(10.0\) must fall inside workload.duration_s"):
+        sc.parse(late, "demo.yml")
+    migrate = {"scenario": {"name": "demo", "procedures": [{"playbook": "migrate-to-kraft", "at_s": 1}]}}
+    with pytest.raises(sc.ScenarioError) as info:
+        sc.parse(migrate, "demo.yml", KRAFT_SHAPE)
+    assert ("demo.yml: scenario.procedures[0].playbook: migrate-to-kraft needs a zookeeper cluster; this inventory "
+            "runs kraft, so allowed here: rolling-restart") in str(info.value)
+    with pytest.raises(sc.ScenarioError, match="needs 1, 3 or 5 KRaft controllers waiting for the migration .* "
+                                               "this inventory has 0"):
+        sc.parse(migrate, "demo.yml", THREE_BROKERS)
+    waiting = sc.ClusterShape(broker_ids=(0, 1, 2), hosts=1, migration_controllers=3)
+    [run] = sc.parse(migrate, "demo.yml", waiting)
+    assert run.scenario is not None and run.scenario.procedures[0].spec.playbook == "migrate-to-kraft.yml"

@@ -9,9 +9,10 @@ import pytest
 from pydantic import TypeAdapter
 
 from benchmarks import faults, inventory, runner, schedule
-from benchmarks.ansible import PlaybookResult
+from benchmarks.ansible import PlaybookResult, ProgressEvent, TaskFailure
 from benchmarks.cluster import BrokerState, ClusterStatus, PartitionState
 from benchmarks.fault_kinds import Fault, FaultError, Situation
+from benchmarks.procedures import Procedure
 from benchmarks.scenario import Scenario
 from tests.conftest import LOCAL_INVENTORY
 
@@ -222,3 +223,61 @@ def test_ctrl_c_mid_fault_heals_it(tmp_path, monkeypatch):
                                                 ("start.yml", None)]
     assert load.killed and journal.outstanding(str(Path(LOCAL_INVENTORY).resolve())) == []
 
+
+
+class FakePlaybooks:
+    """Reports the plays it is given as progress, then returns `ok`."""
+
+    def __init__(self, plays, ok=True):
+        self.plays, self.ok, self.calls = plays, ok, []
+
+    def __call__(self, playbook, progress):
+        self.calls.append(playbook)
+        for play in self.plays:
+            for host in ("broker0", "broker1"):  # several hosts and tasks per play: one event per play
+                progress(ProgressEvent(play, "a task", host, "ok"))
+        failures = [] if self.ok else [TaskFailure("broker1", "Restart the broker", "did not come back")]
+        return PlaybookResult(playbook, 0 if self.ok else 2, "successful" if self.ok else "failed",
+                              {"changed": {"broker0": 3, "broker1": 2}}, failures, 42.0)
+
+
+def procedure_controller(playbooks, procedure_docs):
+    events, spawned = Events(), []
+
+    def spawn(**kwargs):
+        spawned.append(StepThread(**kwargs))
+        return spawned[-1]
+
+    steps = schedule.Controller([], [], 2.0, 1.0, START, FakeInjector(), events,
+                                lambda fault, busy: Situation(INV, status(), "t", random.Random(1), busy),
+                                lambda group: 4242, spawn=spawn,
+                                procedures=[Procedure.model_validate(d) for d in procedure_docs], run_playbook=playbooks)
+    return steps, events, spawned
+
+
+def test_a_procedure_runs_its_playbook_at_its_time_and_records_each_play():
+    playbooks = FakePlaybooks(["Validate", "Roll the brokers", "Roll the brokers", "Finalize"])
+    steps, events, spawned = procedure_controller(playbooks, [{"playbook": "migrate-to-kraft", "at_s": 5}])
+    assert steps.start_due(START + int(6.9 * S)) is None, "a procedure starts at its time, not early"
+    assert steps.start_due(START + 7 * S).action == "procedure"
+    assert steps.pending(), "the load goes on while the procedure runs"
+    spawned[0].finish()
+    assert playbooks.calls == ["migrate-to-kraft.yml"]
+    assert [e["event"] for e in events.lines] == ["procedure-start"] + ["procedure-play"] * 3 + ["procedure-end"]
+    assert events.named("procedure-start")[0]["scheduled_ns"] == START + 7 * S
+    assert [e["play"] for e in events.named("procedure-play")] == ["Validate", "Roll the brokers", "Finalize"]
+    assert events.named("procedure-end")[0] | {"t_ns": 0} == {
+        "event": "procedure-end", "procedure_id": "procedure-0", "ok": True, "elapsed_s": 42.0, "changed": 5,
+        "failures": [], "t_ns": 0, "run_id": ""}
+    assert not steps.invalid and not steps.pending()
+
+
+def test_a_procedure_that_fails_invalidates_the_run_naming_the_task():
+    steps, events, spawned = procedure_controller(FakePlaybooks(["Roll the brokers"], ok=False),
+                                                  [{"playbook": "rolling-restart", "at_s": 1}])
+    steps.start_due(START + 3 * S)
+    spawned[0].finish()
+    assert events.named("procedure-end")[0]["failures"] == ["broker1: Restart the broker: did not come back"]
+    assert len(steps.invalid) == 1
+    assert steps.invalid[0].startswith("procedures[0] (rolling-restart) procedure failed: rolling-restart.yml failed")
+    assert "did not come back" in steps.invalid[0]
