@@ -1,8 +1,12 @@
 """The ZooKeeper -> KRaft migration (playbooks/migrate-to-kraft.yml) on a running Kafka 3.9
-cluster of this machine (inventories/local-migration), under acks=all load: the playbook is
-killed in the middle of a phase and resumes; the cluster ends on KRaft with ZooKeeper stopped,
-every partition led and every acknowledged write readable; a second run changes nothing, and
-site.yml refuses to deploy the migrated brokers back in ZooKeeper mode before touching a host.
+cluster of this machine (inventories/local-migration), in the order an operator lives it: the
+playbook is killed in the middle of a phase and resumes, stopping before finalization
+(dual write); playbooks/rollback-to-zookeeper.yml takes the cluster back to ZooKeeper with
+nothing lost; then the operations suite's scenario migrates it again as a procedure under
+acks=all load with a consumer group reading, the ledger accounting for every acknowledged write,
+and the cluster ends on KRaft with ZooKeeper stopped and every partition led; a second run
+changes nothing, and site.yml refuses to deploy the migrated brokers back in ZooKeeper mode
+before touching a host.
 
 The cluster uses the broker ports of the other modules' clusters: it is deployed here and torn
 down at the end of the module.
@@ -14,14 +18,16 @@ import os
 import signal
 import subprocess
 import sys
-import threading
-import time
 from pathlib import Path
 
 import pytest
-from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
+from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from benchmarks import inventory
+from benchmarks import runner as runner_lib
+from benchmarks import scenario as scenario_lib
+from benchmarks.report import outputs
 from tests.conftest import ROOT, assert_ok, listening_ports, wait_for
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
@@ -30,52 +36,21 @@ INVENTORY = ROOT / "inventories" / "local-migration"
 STATE = ROOT / ".state" / "local-migration"
 PORTS = {2181, 9092, 9093, 9094, 9192, 9193, 9194}
 BOOTSTRAP = "127.0.0.1:9092,127.0.0.1:9093,127.0.0.1:9094"
-TOPIC = "migration-load"
-PARTITIONS = 6
-RATE = 300  # messages per second
+SCENARIO = ROOT / "benchmarks" / "suites" / "operations" / "00-migrate-to-kraft.yml"
+NODES = ("broker0", "broker1", "broker2", "ctl0", "ctl1", "ctl2")
+BROKERS = NODES[:3]
+BEFORE = "written-before-the-migration"  # a topic of acknowledged writes every phase must keep
+WRITTEN = 5000
 
 
-class AckedLoad:
-    """An open-loop acks=all idempotent producer on its own thread: every acknowledged sequence
-    number, every failed one, and the longest time without an acknowledgement."""
-
-    def __init__(self) -> None:
-        self.acked: set[int] = set()
-        self.failed: dict[int, str] = {}
-        self.longest_gap_s = 0.0
-        self._last_ack = time.monotonic()
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-
-    def _delivered(self, err: KafkaError | None, msg) -> None:
-        seq = int(msg.key())
-        if err is not None:
-            self.failed[seq] = err.str()
-            return
-        now = time.monotonic()
-        self.longest_gap_s = max(self.longest_gap_s, now - self._last_ack)
-        self._last_ack = now
-        self.acked.add(seq)
-
-    def _run(self) -> None:
-        producer = Producer({"bootstrap.servers": BOOTSTRAP, "acks": "all", "enable.idempotence": True,
-                             "linger.ms": 5, "message.timeout.ms": 300_000})
-        start, seq = time.monotonic(), 0
-        while not self._stop.is_set():
-            while seq < (time.monotonic() - start) * RATE:
-                producer.produce(TOPIC, key=str(seq), value=b"x" * 100, on_delivery=self._delivered)
-                seq += 1
-            producer.poll(0.01)
-        self.sent = seq
-        producer.flush(300)
-
-    def __enter__(self) -> AckedLoad:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join(330)
+def count_messages(topic: str) -> int:
+    consumer = Consumer({"bootstrap.servers": BOOTSTRAP, "group.id": "migration-check"})
+    try:
+        metadata = consumer.list_topics(topic, timeout=30).topics[topic]
+        return sum(high - low for low, high in (consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=30)
+                                                 for p in metadata.partitions))
+    finally:
+        consumer.close()
 
 
 def playbook(name: str, *args: str) -> list[str]:
@@ -88,67 +63,95 @@ def phase(node: str) -> str:
     return path.read_text().strip() if path.exists() else "none"
 
 
-def read_all_keys() -> list[int]:
-    consumer = Consumer({"bootstrap.servers": BOOTSTRAP, "group.id": "migration-check", "enable.auto.commit": False,
-                         "auto.offset.reset": "earliest"})
-    ends = {p: consumer.get_watermark_offsets(TopicPartition(TOPIC, p), timeout=30)[1] for p in range(PARTITIONS)}
-    consumer.assign([TopicPartition(TOPIC, p, 0) for p in range(PARTITIONS)])
-    keys, done = [], {p for p, end in ends.items() if end == 0}
-    deadline = time.monotonic() + 120
-    while len(done) < PARTITIONS and time.monotonic() < deadline:
-        for msg in consumer.consume(1000, timeout=1):
-            if msg.error() is None:
-                keys.append(int(msg.key()))
-                if msg.offset() + 1 >= ends[msg.partition()]:
-                    done.add(msg.partition())
-    consumer.close()
-    return keys
-
-
 @pytest.fixture(scope="module")
 def zookeeper_cluster(runner):
     """Kafka 3.9 in ZooKeeper mode, the controllers of the migration not yet provisioned."""
     assert_ok(runner.run("teardown.yml", INVENTORY))
     assert not PORTS & listening_ports(), "a cluster still holds the ports: tear it down first"
     assert_ok(runner.run("site.yml", INVENTORY))
-    admin = AdminClient({"bootstrap.servers": BOOTSTRAP})
-    admin.create_topics([NewTopic(TOPIC, PARTITIONS, 3, config={"min.insync.replicas": "2"})])[TOPIC].result(60)
+    AdminClient({"bootstrap.servers": BOOTSTRAP}).create_topics(
+        [NewTopic(BEFORE, 3, 3, config={"min.insync.replicas": "2"})])[BEFORE].result(60)
+    producer = Producer({"bootstrap.servers": BOOTSTRAP, "acks": "all", "enable.idempotence": True})
+    acked = []
+    for i in range(WRITTEN):
+        producer.produce(BEFORE, str(i).encode(), on_delivery=lambda err, msg: acked.append(err is None))
+    producer.flush(60)
+    assert acked.count(True) == WRITTEN
     yield
     runner.run("teardown.yml", INVENTORY)
 
 
-def test_migration_under_load_resumes_after_a_kill_and_loses_no_acknowledged_write(runner, zookeeper_cluster):
+def test_a_migration_killed_mid_roll_records_the_phase_it_completed(zookeeper_cluster):
     assert not {9192, 9193, 9194} & listening_ports(), "site.yml left the migration's controllers to the playbook"
-    started = time.monotonic()
-    with AckedLoad() as load:
-        time.sleep(5)
-        # Killed while it rolls the brokers into migration mode: the first broker runs its new
-        # configuration, the phase recorded is still "controllers".
-        first = subprocess.Popen(playbook("migrate-to-kraft.yml"), cwd=ROOT, stdout=subprocess.DEVNULL,
-                                 stderr=subprocess.DEVNULL, start_new_session=True)
-        wait_for(lambda: "zookeeper.metadata.migration.enable=true"
-                 in (STATE / "broker0" / "config" / "server.properties").read_text() or first.poll() is not None,
-                 timeout=300, what="broker0 rolled into migration mode")
-        os.killpg(first.pid, signal.SIGKILL)
-        first.wait()
-        assert phase("broker0") == "controllers"
-        resumed = subprocess.run(playbook("migrate-to-kraft.yml"), cwd=ROOT, capture_output=True, text=True,
-                                 timeout=1200)
-        assert resumed.returncode == 0, resumed.stdout[-4000:]
-        assert "Migration starts after phase controllers." in resumed.stdout
-        time.sleep(5)
-    elapsed = time.monotonic() - started
-    keys = read_all_keys()
-    lost = load.acked - set(keys)
-    print(f"\nmigration under {RATE} msg/s acks=all: {elapsed:.0f} s, {load.sent} sent, {len(load.acked)} acknowledged, "
-          f"{len(load.failed)} failed, {len(lost)} acknowledged and lost, {len(keys) - len(set(keys))} duplicates, "
-          f"longest time without an acknowledgement {load.longest_gap_s:.1f} s")
-    assert not lost, f"acknowledged writes lost: {sorted(lost)[:20]}"
-    assert len(keys) == len(set(keys)), "the idempotent producer's writes were duplicated"
-    assert len(load.acked) + len(load.failed) == load.sent, "a write was neither acknowledged nor failed"
+    # Killed while it rolls the brokers into migration mode: the first broker has its new
+    # configuration (running or not), the phase recorded is still "controllers".
+    assert count_messages(BEFORE) == WRITTEN
+    first = subprocess.Popen(playbook("migrate-to-kraft.yml"), cwd=ROOT, stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL, start_new_session=True)
+    wait_for(lambda: "zookeeper.metadata.migration.enable=true"
+             in (STATE / "broker0" / "config" / "server.properties").read_text() or first.poll() is not None,
+             timeout=300, what="broker0 rolled into migration mode")
+    os.killpg(first.pid, signal.SIGKILL)
+    first.wait()
+    assert [phase(n) for n in NODES] == ["controllers"] * len(NODES)
 
-    # On KRaft: ZooKeeper stopped, brokers and controllers without it, every partition led.
-    assert all(phase(n) == "finalized" for n in ("broker0", "broker1", "broker2", "ctl0", "ctl1", "ctl2"))
+
+def test_it_resumes_and_stops_before_finalization_in_dual_write(zookeeper_cluster):
+    resumed = subprocess.run(playbook("migrate-to-kraft.yml", "-e", "migration_finalize=false"), cwd=ROOT,
+                             capture_output=True, text=True, timeout=1200)
+    assert resumed.returncode == 0, resumed.stdout[-4000:]
+    assert "Migration starts after phase controllers." in resumed.stdout
+    assert [phase(n) for n in NODES] == ["brokers-kraft"] * len(NODES)
+    assert all("process.roles=broker\n" in (STATE / n / "config" / "server.properties").read_text() for n in BROKERS)
+    assert 2181 in listening_ports(), "ZooKeeper still follows the cluster until finalization"
+    assert count_messages(BEFORE) == WRITTEN
+
+
+def test_a_rollback_before_finalization_returns_to_zookeeper_with_nothing_lost(zookeeper_cluster):
+    rolled = subprocess.run(playbook("rollback-to-zookeeper.yml"), cwd=ROOT, capture_output=True, text=True,
+                            timeout=1200)
+    assert rolled.returncode == 0, rolled.stdout[-4000:]
+    assert "Rolling back from phase brokers-kraft." in rolled.stdout
+    assert [phase(n) for n in BROKERS] == ["none"] * 3
+    assert not (STATE / "ctl0" / "config").exists() and not {9192, 9193, 9194} & listening_ports()
+    for node in BROKERS:
+        props = (STATE / node / "config" / "server.properties").read_text()
+        assert "zookeeper.connect=" in props and "process.roles" not in props and "migration" not in props
+    controller = subprocess.run([str(STATE / "broker0" / "config" / "kafka-tool"), "zookeeper-shell", "get",
+                                 "/controller"], capture_output=True, text=True, timeout=120).stdout
+    assert '"brokerid":' in controller and "kraftControllerEpoch" not in controller, controller
+    assert count_messages(BEFORE) == WRITTEN
+
+
+def test_the_migration_under_load_loses_no_acknowledged_write(zookeeper_cluster, runner, tmp_path, spark):
+    """The suite's scenario: the runner migrates the cluster (again) as a procedure under its load."""
+    [run] = scenario_lib.load(SCENARIO)
+    assert run.scenario is not None
+    summary = runner_lib.execute(run.scenario, inventory.load(INVENTORY), INVENTORY, runner, tmp_path, seed=5)
+    assert summary.valid, summary.invalid_reasons
+    report = outputs.build(str(tmp_path))
+    [analysed] = report.data.runs
+    s = analysed.summary
+    print(f"\nmigration under {run.scenario.workload.rate:.0f} msg/s acks=all: {s['sent']} sent, {s['acked']} acked, "
+          f"{s['failed']} failed, {s['indeterminate']} unconfirmed, {s['lost']} lost, {s['unseen']} unseen, "
+          f"{s['duplicates']} duplicates, worst unavailability {s['unavailable_s']:.2f} s, p99 {s['latency_p99_ms']:.1f} ms")
+    for step in analysed.steps:
+        print(f"  {step['step']:>2} {step['duration_s']:6.1f} s  p99 {step['latency_p99_ms'] or 0:7.1f} ms "
+              f"(steady {step['steady_p99_ms'] or 0:.1f})  without acks {step['unavailable_s']:.2f} s  "
+              f"elections {step['leader_changes']}  failed {step['failed']}  {step['play']}")
+    assert s["lost"] == s["unseen"] == 0 and summary.acked_lost == 0
+    assert s["acked"] > 10_000
+    plays = [step["play"] for step in analysed.steps]
+    assert "Wait until the controllers copied the metadata from ZooKeeper" in plays
+    assert "Take the active controller out of migration mode last" in plays
+    assert all(step["ok"] for step in analysed.steps)
+    assert (tmp_path / "procedure-steps.csv").exists()
+    assert count_messages(BEFORE) == WRITTEN
+    assert "What each step of the procedure cost" in report.html.read_text()
+
+    # On KRaft: ZooKeeper stopped (and left so by the heal after the run), brokers and controllers
+    # without it, every partition led.
+    assert [phase(n) for n in NODES] == ["finalized"] * len(NODES)
     assert 2181 not in listening_ports()
     for node in ("broker0", "broker1", "broker2"):
         props = (STATE / node / "config" / "server.properties").read_text()
@@ -159,9 +162,9 @@ def test_migration_under_load_resumes_after_a_kill_and_loses_no_acknowledged_wri
                             capture_output=True, text=True, check=True, timeout=120).stdout
     assert any(line.startswith("LeaderId:") and line.split()[1] in {"9990", "9991", "9992"}
                for line in quorum.splitlines()), quorum
-    topic = AdminClient({"bootstrap.servers": BOOTSTRAP}).list_topics(TOPIC, timeout=30).topics[TOPIC]
-    assert sorted(topic.partitions) == list(range(PARTITIONS))
-    assert all(p.leader >= 0 and len(p.isrs) == 3 for p in topic.partitions.values())
+    metadata = AdminClient({"bootstrap.servers": BOOTSTRAP}).list_topics(timeout=30)
+    topic = next(t for name, t in metadata.topics.items() if name.startswith("kb-migrate-to-kraft"))
+    assert len(topic.partitions) == 6 and all(p.leader >= 0 for p in topic.partitions.values())
 
 
 def test_a_second_run_changes_nothing(runner, zookeeper_cluster):

@@ -9,11 +9,12 @@ import os
 import signal
 import statistics
 import subprocess
+from pathlib import Path
 
 import pyarrow.compute as pc
 import pytest
 
-from benchmarks import cluster, ledger
+from benchmarks import cluster, ledger, records
 from benchmarks import runner as runner_lib
 from benchmarks import scenario as sc
 from benchmarks.report import outputs
@@ -35,10 +36,18 @@ def leader_kill(**workload) -> sc.Scenario:
     return run.scenario.model_copy(update={"workload": run.scenario.workload.model_copy(update=workload)})
 
 
-def test_leader_kill_with_acks_all_loses_no_acknowledged_write(cluster_up, runner, tmp_path):
+@pytest.fixture(scope="module")
+def leader_kill_run(cluster_up, runner, results_by_mode) -> tuple[records.RunSummary, Path]:
+    """One leader-kill run (acks=all, RF 3, min ISR 2) the runner's and the analysis' tests share,
+    in the directory the comparison with KRaft reads."""
+    out = results_by_mode / "zookeeper"
+    return runner_lib.execute(leader_kill(), cluster_up, LOCAL_INVENTORY, runner, out, quick=True, seed=7), out
+
+
+def test_leader_kill_with_acks_all_loses_no_acknowledged_write(leader_kill_run):
     scenario = leader_kill()
-    summary = runner_lib.execute(scenario, cluster_up, LOCAL_INVENTORY, runner, tmp_path, quick=True, seed=7)
-    run_dir = tmp_path / os.path.basename(summary.run_dir)
+    summary, out = leader_kill_run
+    run_dir = out / os.path.basename(summary.run_dir)
     produced = ledger.read(run_dir / "ledger" / "produce", ledger.PRODUCE_SCHEMA)
 
     # Every sent message has exactly one outcome, and no sequence number is missing.
@@ -88,12 +97,11 @@ def test_leader_kill_with_acks_all_loses_no_acknowledged_write(cluster_up, runne
     assert effective["client"]["producer"]["enable.idempotence"] is True
 
 
-def test_analysis_of_a_real_run_agrees_with_the_runner(cluster_up, runner, results_by_mode, spark):
-    """The Spark analysis of a real leader-kill run: the counts equal the runner's live
+def test_analysis_of_a_real_run_agrees_with_the_runner(leader_kill_run, spark):
+    """The Spark analysis of the real leader-kill run: the counts equal the runner's live
     counters, the kill shows as a leader change and a window without acks, and the report
     names it. (Kept for the comparison with the same run on KRaft, below.)"""
-    out = results_by_mode / "zookeeper"
-    summary = runner_lib.execute(leader_kill(), cluster_up, LOCAL_INVENTORY, runner, out, quick=True, seed=11)
+    summary, out = leader_kill_run
     report = outputs.build(str(out))
     [run] = report.data.runs
     s = run.summary
