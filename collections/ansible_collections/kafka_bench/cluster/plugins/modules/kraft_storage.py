@@ -1,7 +1,7 @@
 #!/usr/bin/python
 # -*- coding: utf-8 -*-
 """Read a Kafka node's storage identity (meta.properties), the ZooKeeper-to-KRaft migration phase
-recorded on it, and propose fresh ids."""
+and the Kafka release recorded on it, and propose fresh ids."""
 
 from __future__ import annotations
 
@@ -16,6 +16,8 @@ description:
     names its C(broker.id), returned as the node id: the id it keeps in KRaft.
   - Reads O(migration_phase_path) when given and present, the ZooKeeper-to-KRaft migration phase
     C(playbooks/migrate-to-kraft.yml) recorded on the node.
+  - Reads O(release_path) when given and present, the Kafka release the node was last started on
+    (written by the kafka role when it starts or restarts the node; C(playbooks/upgrade.yml) reads it).
   - Also returns a fresh cluster id and directory id, generated the way Kafka's
     C(Uuid.randomUuid()) does (16 random bytes, URL-safe base64 without padding, never starting
     with C(-)), for a cluster or a controller formatted for the first time.
@@ -27,6 +29,10 @@ options:
     required: true
   migration_phase_path:
     description: The file holding the node's migration phase (one word); none when absent.
+    type: path
+    required: false
+  release_path:
+    description: The file holding the Kafka release the node was last started on (one word); none when absent.
     type: path
     required: false
 author: kafka-bench developers
@@ -62,6 +68,10 @@ version:
   type: str
 migration_phase:
   description: The migration phase recorded on the node, C(none) when nothing is recorded.
+  returned: always
+  type: str
+release:
+  description: The Kafka release recorded on the node (for example C(3.9.2)), empty when nothing is recorded.
   returned: always
   type: str
 new_cluster_id:
@@ -101,16 +111,23 @@ def read_properties(path):
     return values
 
 
+def read_word(path):
+    """The content of a one-word state file, empty when there is none."""
+    if not path or not os.path.exists(path):
+        return ""
+    with open(path, encoding="utf-8") as handle:
+        return handle.read().strip()
+
+
 def main():
     module = AnsibleModule(argument_spec=dict(path=dict(type="path", required=True),
-                                              migration_phase_path=dict(type="path", required=False)),
+                                              migration_phase_path=dict(type="path", required=False),
+                                              release_path=dict(type="path", required=False)),
                            supports_check_mode=True)
     path = module.params["path"]
     phase_path = module.params["migration_phase_path"]
-    phase = "none"
-    if phase_path and os.path.exists(phase_path):
-        with open(phase_path, encoding="utf-8") as handle:
-            phase = handle.read().strip() or "none"
+    phase = read_word(phase_path) or "none"
+    release = read_word(module.params["release_path"])
     values = {}
     if os.path.exists(path):
         try:
@@ -120,7 +137,7 @@ def main():
     module.exit_json(changed=False, formatted=os.path.exists(path), cluster_id=values.get("cluster.id", ""),
                      node_id=values.get("node.id", values.get("broker.id", "")),
                      directory_id=values.get("directory.id", ""), version=values.get("version", ""),
-                     migration_phase=phase,
+                     migration_phase=phase, release=release,
                      new_cluster_id=random_kafka_uuid(), new_directory_id=random_kafka_uuid())
 
 

@@ -143,8 +143,7 @@ def main():
         module.exit_json(changed=True, installed=todo, removed=extra, dest=dest)
 
     for directory in filter(None, (dest, cache_dir)):
-        if not os.path.isdir(directory):
-            os.makedirs(directory, 0o755)
+        os.makedirs(directory, 0o755, exist_ok=True)  # hosts of one machine may install the same home at once
     with open(os.path.join(dest, ".maven_artifacts.lock"), "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         todo, extra = stale()  # another instance may have done the work while we waited
