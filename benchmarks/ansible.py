@@ -54,6 +54,7 @@ class ProgressEvent:
     task: str
     host: str
     status: str  # started | ok | changed | failed | skipped | unreachable
+    play_number: int = 0  # plays begun so far: each batch of a play with `serial` begins it again
 
 
 ProgressCallback = Callable[[ProgressEvent], None]
@@ -112,13 +113,13 @@ class AnsibleRunner:
         private_data_dir = self._private_data_dir(playbook)
         failures: list[TaskFailure] = []
         outputs: list[tuple[str, str]] = []
-        state = {"play": "", "task": ""}
+        state: dict[str, Any] = {"play": "", "task": "", "plays": 0}
 
         def on_event(event: Mapping[str, Any]) -> bool:
             name = event.get("event", "")
             data = event.get("event_data", {}) or {}
             if name == "playbook_on_play_start":
-                state["play"] = data.get("play", "")
+                state["play"], state["plays"] = data.get("play", ""), state["plays"] + 1
             elif name == "playbook_on_task_start":
                 state["task"] = data.get("task", "")
             elif name.startswith("runner_on_") or name.startswith("runner_item_on_"):
@@ -137,7 +138,7 @@ class AnsibleRunner:
                     "runner_on_start": "started",
                 }.get(name)
                 if progress and status:
-                    progress(ProgressEvent(state["play"], data.get("task", state["task"]), host, status))
+                    progress(ProgressEvent(state["play"], data.get("task", state["task"]), host, status, state["plays"]))
             return True
 
         cmdline = []

@@ -210,6 +210,7 @@ class ProcedureStart(Event):
     procedure: str     # its name in the scenario (migrate-to-kraft, rolling-restart, ...)
     playbook: str      # under playbooks/
     scheduled_ns: int
+    extravars: dict[str, Any] = {}  # the variables the playbook was given (the procedure's parameters)
 
 
 class ProcedurePlay(Event):

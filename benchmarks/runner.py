@@ -299,7 +299,9 @@ def _drive(run: Run) -> None:
         situation,
         run.workers.kill_one_consumer,
         procedures=run.scenario.procedures,
-        run_playbook=lambda playbook, progress: run.runner.run(playbook, run.inventory_path, progress=progress))
+        run_playbook=lambda playbook, progress, extravars: run.runner.run(playbook, run.inventory_path, extravars,
+                                                                          progress=progress),
+        topic=run.topic)
     try:
         while run.workers.producing():
             now_ns = time.time_ns()

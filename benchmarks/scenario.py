@@ -18,8 +18,8 @@ from typing import Annotated, Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from benchmarks import procedures as procedures_lib
 from benchmarks.fault_kinds import KINDS, Fault, Strict
+from benchmarks.procedures import NAMES as PROCEDURES
 from benchmarks.procedures import Procedure
 
 NAME = r"^[a-z0-9][a-z0-9._-]*$"
@@ -120,6 +120,8 @@ class Scenario(Strict):
             if procedure.at_s >= w.duration_s:
                 raise ValueError(f"procedures[{index}].at_s ({procedure.at_s}) must fall inside workload.duration_s "
                                  f"({w.duration_s})")
+            for field, message in procedure.workload_errors(w):
+                raise ValueError(f"procedures[{index}].{field}: {message}")
         return self
 
     @property
@@ -170,10 +172,13 @@ def _one_of(names: list[str]) -> str:
 def _format(exc: ValidationError, source: str, prefix: str = "") -> str:
     lines = []
     for error in exc.errors():
-        # A fault's path holds its kind (the union's tag) after its index: not a key of the file.
-        parts = [str(p) for p in error["loc"] if not str(p).startswith("function-") and str(p) not in KINDS]
+        # A fault's or a procedure's path holds its tag (kind, playbook) after its index: not a key of the file.
+        parts = [str(p) for p in error["loc"]
+                 if not str(p).startswith("function-") and str(p) not in KINDS and str(p) not in PROCEDURES]
+        tag = str(error.get("ctx", {}).get("discriminator", "")).strip("'")
+        tags = list(PROCEDURES if tag == "playbook" else KINDS)
         if error["type"] in ("union_tag_invalid", "union_tag_not_found"):
-            parts.append("kind")
+            parts.append(tag)
         loc = re.sub(r"\.(\d+)(?=\.|$)", r"[\1]", ".".join(parts))
         field = f"{prefix}{loc}" if loc else prefix.rstrip(".") or "(top level)"
         message = error["msg"].removeprefix("Value error, ")
@@ -182,9 +187,9 @@ def _format(exc: ValidationError, source: str, prefix: str = "") -> str:
         elif error["type"] == "literal_error":
             message = f"must be one of {error['ctx']['expected']} (got {error['input']!r})"
         elif error["type"] == "union_tag_invalid":
-            message = f"must be one of {_one_of(list(KINDS))} (got {error['ctx']['tag']!r})"
+            message = f"must be one of {_one_of(tags)} (got {error['ctx']['tag']!r})"
         elif error["type"] == "union_tag_not_found":
-            message = f"required: one of {_one_of(list(KINDS))}"
+            message = f"required: one of {_one_of(tags)}"
         lines.append(f"{source}: {field}: {message}")
     return "\n".join(lines)
 
@@ -209,6 +214,7 @@ class ClusterShape:
     metadata_mode: str = "zookeeper"  # kraft | zookeeper: which fault kinds the cluster can have
     controller_ids: tuple[int, ...] = ()  # KRaft controllers' node ids
     migration_controllers: int = 0  # controllers waiting for a ZooKeeper -> KRaft migration
+    kafka_version: str = ""  # the release the inventory runs (empty: unknown)
 
 
 def _impossible(raw: dict[str, Any], cluster: ClusterShape | None) -> tuple[str, str] | None:
@@ -252,8 +258,7 @@ def _cluster_errors(run: Run, source: str, cluster: ClusterShape) -> list[str]:
                                       if not spec.needs_own_addresses and cluster.metadata_mode in spec.modes))
     for index, procedure in enumerate(run.scenario.procedures if run.scenario else []):
         field = f"{source}{where}: scenario.procedures[{index}]"
-        errors += [f"{field}.{name}: {message}" for name, message
-                   in procedures_lib.cluster_errors(procedure, cluster.metadata_mode, cluster.migration_controllers)]
+        errors += [f"{field}.{name}: {message}" for name, message in procedure.cluster_errors(cluster)]
     return errors
 
 

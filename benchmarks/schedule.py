@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import threading
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
 from benchmarks import records
@@ -59,7 +59,7 @@ class Events(Protocol):
 class PlaybookCall(Protocol):
     """Runs one playbook of the repository on the run's inventory, reporting its progress."""
 
-    def __call__(self, playbook: str, progress: ProgressCallback) -> PlaybookResult: ...
+    def __call__(self, playbook: str, progress: ProgressCallback, extravars: Mapping[str, Any]) -> PlaybookResult: ...
 
 
 class ProcedureError(RuntimeError):
@@ -76,11 +76,11 @@ class Controller:
                  situation: Callable[[FaultSpec, frozenset[int]], Situation],
                  kill_consumer: Callable[[str], int | None], lead_s: float = FAULT_LEAD_S,
                  spawn: Callable[..., threading.Thread] = threading.Thread,
-                 procedures: Sequence[Procedure] = (), run_playbook: PlaybookCall | None = None) -> None:
+                 procedures: Sequence[Procedure] = (), run_playbook: PlaybookCall | None = None, topic: str = "") -> None:
         self.faults, self.factor, self.start_ns = list(faults), factor, start_ns
         self.injector, self.events, self.situation, self.kill_consumer = injector, events, situation, kill_consumer
         self.lead_s, self.spawn = lead_s, spawn
-        self.procedures, self.run_playbook = list(procedures), run_playbook
+        self.procedures, self.run_playbook, self.topic = list(procedures), run_playbook, topic
         if self.procedures and run_playbook is None:
             raise ValueError("procedures need run_playbook")
         self.steps = sorted([Step(warmup_s + f.at_s * factor, INJECT, i) for i, f in enumerate(self.faults)]
@@ -143,7 +143,7 @@ class Controller:
                     self.events.write(records.ConsumerKilled(group=str(step.what), pid=pid))
         except Exception as exc:  # whatever failed, the run must say it
             name = (f"faults[{step.what}] ({self.faults[int(step.what)].kind})" if step.action in (INJECT, HEAL)
-                    else f"procedures[{step.what}] ({self.procedures[int(step.what)].playbook})"
+                    else f"procedures[{step.what}] ({self.procedures[int(step.what)].name})"
                     if step.action == PROCEDURE else f"{KILL_CONSUMER} ({step.what})")
             self.invalid.append(f"{name} {step.action} failed: {exc}")
             self.events.write(records.ScheduleStepFailed(action=step.action, step=name, error=str(exc)))
@@ -174,21 +174,24 @@ class Controller:
         self.events.write(records.FaultHealed(fault_id=record.fault_id, at_ns=int(at * 1e9)))
 
     def _procedure(self, index: int, due_ns: int) -> None:
-        """Run the procedure's playbook; each play it begins is an event, at the time it began."""
+        """Run the procedure's playbook; each play it begins is an event, at the time it began (a play
+        with `serial` begins again for each batch of hosts: one event a batch, a step a node)."""
         procedure, procedure_id = self.procedures[index], f"procedure-{index}"
         assert self.run_playbook is not None
-        self.events.write(records.ProcedureStart(procedure_id=procedure_id, procedure=procedure.playbook,
-                                                 playbook=procedure.spec.playbook, scheduled_ns=due_ns))
-        current: list[str] = []
+        extravars = procedure.extravars(self.topic)
+        self.events.write(records.ProcedureStart(procedure_id=procedure_id, procedure=procedure.name,
+                                                 playbook=procedure.playbook_file, scheduled_ns=due_ns,
+                                                 extravars=extravars))
+        begun: list[int] = []
 
         def progress(event: ProgressEvent) -> None:
-            if event.play and (not current or current[-1] != event.play):
-                current.append(event.play)
+            if event.play and (not begun or begun[-1] != event.play_number):
+                begun.append(event.play_number)
                 self.events.write(records.ProcedurePlay(procedure_id=procedure_id, play=event.play))
 
-        result = self.run_playbook(procedure.spec.playbook, progress)
+        result = self.run_playbook(procedure.playbook_file, progress, extravars)
         self.events.write(records.ProcedureEnd(
             procedure_id=procedure_id, ok=result.ok, elapsed_s=result.elapsed_s, changed=result.count("changed"),
             failures=[f"{f.host}: {f.task}: {f.message}" for f in result.failures]))
         if not result.ok:
-            raise ProcedureError(f"{procedure.spec.playbook} failed:\n{summarize_failures(result.failures)}")
+            raise ProcedureError(f"{procedure.playbook_file} failed:\n{summarize_failures(result.failures)}")

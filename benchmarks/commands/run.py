@@ -103,7 +103,7 @@ def run(ctx: click.Context, suite_or_file: str, inventory_path: Path, quick: boo
     try:
         shape = scenario_lib.ClusterShape(tuple(b.broker_id for b in inv.brokers), len({b.host for b in inv.brokers}),
                                           inv.metadata_mode, tuple(c.node_id for c in inv.controllers),
-                                          len(inv.migration_controllers))
+                                          len(inv.migration_controllers), inv.kafka_version)
         runs = [run for path in scenario_files(suite_or_file) for run in scenario_lib.load(path, shape)]
     except scenario_lib.ScenarioError as exc:
         console.print(f"[red]error:[/] {exc}")

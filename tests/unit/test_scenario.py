@@ -295,7 +295,8 @@ def test_the_durability_suite_runs_elr_off_and_on_on_kraft_only():
 def test_procedures_are_checked_against_the_scenario_and_the_inventory():
     unknown = {"scenario": {"name": "demo", "procedures": [{"playbook": "site", "at_s": 1}]}}
     with pytest.raises(sc.ScenarioError, match=r"demo.yml: scenario.procedures\[0\].playbook: must be one of "
-                                               r"'rolling-restart' or 'migrate-to-kraft' \(got 'site'\)"):
+                                               r"'rolling-restart', 'migrate-to-kraft', 'upgrade' or "
+                                               r"'reassign-partitions' \(got 'site'\)"):
         sc.parse(unknown, "demo.yml")
     late = {"scenario": {"name": "demo", "workload": {"duration_s": 10},
                          "procedures": [{"playbook": "rolling-restart", "at_s": 10}]}}
@@ -305,10 +306,44 @@ def test_procedures_are_checked_against_the_scenario_and_the_inventory():
     with pytest.raises(sc.ScenarioError) as info:
         sc.parse(migrate, "demo.yml", KRAFT_SHAPE)
     assert ("demo.yml: scenario.procedures[0].playbook: migrate-to-kraft needs a zookeeper cluster; this inventory "
-            "runs kraft, so allowed here: rolling-restart") in str(info.value)
+            "runs kraft, so allowed here: rolling-restart, upgrade, reassign-partitions") in str(info.value)
     with pytest.raises(sc.ScenarioError, match="needs 1, 3 or 5 KRaft controllers waiting for the migration .* "
                                                "this inventory has 0"):
         sc.parse(migrate, "demo.yml", THREE_BROKERS)
     waiting = sc.ClusterShape(broker_ids=(0, 1, 2), hosts=1, migration_controllers=3)
     [run] = sc.parse(migrate, "demo.yml", waiting)
-    assert run.scenario is not None and run.scenario.procedures[0].spec.playbook == "migrate-to-kraft.yml"
+    assert run.scenario is not None and run.scenario.procedures[0].playbook_file == "migrate-to-kraft.yml"
+
+
+def test_upgrade_and_reassignment_parameters_are_checked_before_anything_runs():
+    def procedure(**fields):
+        return {"scenario": {"name": "demo", "workload": {"replication_factor": 2, "min_insync_replicas": 1},
+                             "procedures": [{"at_s": 1, **fields}]}}
+
+    def errors(doc, shape=None):
+        with pytest.raises(sc.ScenarioError) as info:
+            sc.parse(doc, "demo.yml", shape)
+        return str(info.value)
+
+    assert "scenario.procedures[0].to_version: Field required" in errors(procedure(playbook="upgrade"))
+    assert ("scenario.procedures[0].to_version: String should match pattern"
+            in errors(procedure(playbook="upgrade", to_version="4.3")))
+    zookeeper = sc.ClusterShape(broker_ids=(0, 1, 2), hosts=1, kafka_version="3.9.2")
+    assert ("scenario.procedures[0].to_version: Kafka 4.3.1 has no ZooKeeper mode, and this inventory runs ZooKeeper: "
+            "migrate to KRaft on 3.9 first" in errors(procedure(playbook="upgrade", to_version="4.3.1"), zookeeper))
+    kraft = sc.ClusterShape(broker_ids=(0, 1, 2), hosts=1, metadata_mode="kraft", kafka_version="4.3.1")
+    assert ("to_version: 3.9.2 is older than the Kafka 4.3.1 this inventory runs: upgrade.yml does not downgrade"
+            in errors(procedure(playbook="upgrade", to_version="3.9.2"), kraft))
+    [run] = sc.parse(procedure(playbook="upgrade", to_version="4.3.1"), "demo.yml",
+                     sc.ClusterShape(broker_ids=(0, 1, 2), hosts=1, metadata_mode="kraft", kafka_version="3.9.2"))
+    assert run.scenario is not None and run.scenario.procedures[0].extravars("t")["kafka_upgrade_version"] == "4.3.1"
+
+    assert ("scenario: procedures[0].brokers: 1 broker(s) cannot hold workload.replication_factor 2 replicas"
+            in errors(procedure(playbook="reassign-partitions", brokers=[0])))
+    assert "names a broker twice" in errors(procedure(playbook="reassign-partitions", brokers=[0, 0]))
+    assert "scenario.procedures[0].throttle_bytes: Input should be greater than or equal to 0" in errors(
+        procedure(playbook="reassign-partitions", brokers=[0, 1], throttle_bytes=-1))
+    assert ("scenario.procedures[0].brokers: no broker 7 in this inventory (brokers: 0, 1, 2)"
+            in errors(procedure(playbook="reassign-partitions", brokers=[0, 7]), kraft))
+    assert "scenario.procedures[0].unknown: unknown key" in errors(
+        procedure(playbook="reassign-partitions", brokers=[0, 1], unknown=1))

@@ -16,6 +16,8 @@ from benchmarks.procedures import Procedure
 from benchmarks.scenario import Scenario
 from tests.conftest import LOCAL_INVENTORY
 
+PROCEDURE = TypeAdapter(Procedure)
+
 INV = inventory.load(LOCAL_INVENTORY)
 FAULT: TypeAdapter = TypeAdapter(Fault)
 S = 1_000_000_000  # ns
@@ -231,11 +233,11 @@ class FakePlaybooks:
     def __init__(self, plays, ok=True):
         self.plays, self.ok, self.calls = plays, ok, []
 
-    def __call__(self, playbook, progress):
-        self.calls.append(playbook)
-        for play in self.plays:
-            for host in ("broker0", "broker1"):  # several hosts and tasks per play: one event per play
-                progress(ProgressEvent(play, "a task", host, "ok"))
+    def __call__(self, playbook, progress, extravars):
+        self.calls.append((playbook, extravars))
+        for number, play in enumerate(self.plays, start=1):
+            for host in ("broker0", "broker1"):  # several hosts and tasks per play: one event per play begun
+                progress(ProgressEvent(play, "a task", host, "ok", number))
         failures = [] if self.ok else [TaskFailure("broker1", "Restart the broker", "did not come back")]
         return PlaybookResult(playbook, 0 if self.ok else 2, "successful" if self.ok else "failed",
                               {"changed": {"broker0": 3, "broker1": 2}}, failures, 42.0)
@@ -251,21 +253,24 @@ def procedure_controller(playbooks, procedure_docs):
     steps = schedule.Controller([], [], 2.0, 1.0, START, FakeInjector(), events,
                                 lambda fault, busy: Situation(INV, status(), "t", random.Random(1), busy),
                                 lambda group: 4242, spawn=spawn,
-                                procedures=[Procedure.model_validate(d) for d in procedure_docs], run_playbook=playbooks)
+                                procedures=[PROCEDURE.validate_python(d) for d in procedure_docs], run_playbook=playbooks,
+                                topic="kb-demo")
     return steps, events, spawned
 
 
 def test_a_procedure_runs_its_playbook_at_its_time_and_records_each_play():
+    # The roll is a play with `serial: 1`: it begins again for each broker, a step each.
     playbooks = FakePlaybooks(["Validate", "Roll the brokers", "Roll the brokers", "Finalize"])
     steps, events, spawned = procedure_controller(playbooks, [{"playbook": "migrate-to-kraft", "at_s": 5}])
     assert steps.start_due(START + int(6.9 * S)) is None, "a procedure starts at its time, not early"
     assert steps.start_due(START + 7 * S).action == "procedure"
     assert steps.pending(), "the load goes on while the procedure runs"
     spawned[0].finish()
-    assert playbooks.calls == ["migrate-to-kraft.yml"]
-    assert [e["event"] for e in events.lines] == ["procedure-start"] + ["procedure-play"] * 3 + ["procedure-end"]
+    assert playbooks.calls == [("migrate-to-kraft.yml", {})]
+    assert [e["event"] for e in events.lines] == ["procedure-start"] + ["procedure-play"] * 4 + ["procedure-end"]
     assert events.named("procedure-start")[0]["scheduled_ns"] == START + 7 * S
-    assert [e["play"] for e in events.named("procedure-play")] == ["Validate", "Roll the brokers", "Finalize"]
+    assert [e["play"] for e in events.named("procedure-play")] == ["Validate", "Roll the brokers", "Roll the brokers",
+                                                                   "Finalize"]
     assert events.named("procedure-end")[0] | {"t_ns": 0} == {
         "event": "procedure-end", "procedure_id": "procedure-0", "ok": True, "elapsed_s": 42.0, "changed": 5,
         "failures": [], "t_ns": 0, "run_id": ""}
@@ -281,3 +286,19 @@ def test_a_procedure_that_fails_invalidates_the_run_naming_the_task():
     assert len(steps.invalid) == 1
     assert steps.invalid[0].startswith("procedures[0] (rolling-restart) procedure failed: rolling-restart.yml failed")
     assert "did not come back" in steps.invalid[0]
+
+
+def test_a_procedure_gives_its_playbook_its_parameters_and_the_run_records_them():
+    playbooks = FakePlaybooks(["Reassign"])
+    steps, events, spawned = procedure_controller(playbooks, [
+        {"playbook": "reassign-partitions", "at_s": 1, "brokers": [1, 0], "throttle_bytes": 500_000},
+        {"playbook": "upgrade", "at_s": 2, "to_version": "4.3.1", "finalize": False}])
+    for second in (3, 4):
+        steps.start_due(START + second * S)
+        spawned[-1].finish()
+    reassign = {"reassign_topic": "kb-demo", "reassign_brokers": [1, 0], "reassign_throttle_bytes": 500_000}
+    upgrade = {"kafka_upgrade_version": "4.3.1", "kafka_upgrade_finalize": False}
+    assert playbooks.calls == [("reassign-partitions.yml", reassign), ("upgrade.yml", upgrade)]
+    assert [e["extravars"] for e in events.named("procedure-start")] == [reassign, upgrade]
+    assert [e["procedure"] for e in events.named("procedure-start")] == ["reassign-partitions", "upgrade"]
+    assert not steps.invalid
