@@ -103,6 +103,9 @@ class Upgrade(ProcedureSpec):
         elif cluster.kafka_version and _release(self.to_version) < _release(cluster.kafka_version):
             errors.append(("to_version", f"{self.to_version} is older than the Kafka {cluster.kafka_version} this "
                                          "inventory runs: upgrade.yml does not downgrade"))
+        elif self.to_version == cluster.kafka_version:
+            errors.append(("to_version", f"this inventory runs Kafka {self.to_version} already: nothing to upgrade "
+                                         "(inventories/local-upgrade deploys 3.9.2 in KRaft mode)"))
         return errors
 
 

@@ -262,11 +262,14 @@ def _cluster_errors(run: Run, source: str, cluster: ClusterShape) -> list[str]:
     return errors
 
 
-def parse(doc: Any, source: str = "<scenario>", cluster: ClusterShape | None = None) -> list[Run]:
+def parse(doc: Any, source: str = "<scenario>", cluster: ClusterShape | None = None,
+          in_suite: bool = False) -> list[Run]:
     """Validate a scenario document and expand its sweep into runs. `cluster` (from the inventory,
     when known) lets targets and replication factors be checked against the brokers there are.
     A sweep point that cannot run is skipped with its reason; a scenario without a sweep that
-    cannot run, or a sweep none of whose points can, is an error."""
+    cannot run, or a sweep none of whose points can, is an error. `in_suite`: the file is one of a
+    suite's, and a procedure that needs another cluster (a migration on a KRaft cluster, an upgrade
+    to the release the cluster runs) skips the run with its reason instead."""
     if not isinstance(doc, dict):
         raise ScenarioError(f"{source}: a scenario file must be a mapping with a 'scenario' key")
     try:
@@ -305,14 +308,21 @@ def parse(doc: Any, source: str = "<scenario>", cluster: ClusterShape | None = N
         reasons = "; ".join(dict.fromkeys(r.skipped or "" for r in runs))
         errors.append(f"{source}: sweep ({', '.join(paths)}): every point is impossible: {reasons}")
     if cluster is not None:
-        for run in runs:
+        for position, run in enumerate(runs):
+            elsewhere = [f"procedures[{i}].{field}: {message}" for i, procedure in
+                         enumerate(run.scenario.procedures if run.scenario else []) for field, message
+                         in procedure.cluster_errors(cluster)]
+            if in_suite and elsewhere:
+                runs[position] = Run(index=run.index, point=run.point, scenario=None,
+                                     skipped=f"{source}: needs another cluster: {'; '.join(elsewhere)}")
+                continue
             errors += _cluster_errors(run, source, cluster)
     if errors:
         raise ScenarioError("\n".join(dict.fromkeys(errors)))
     return runs
 
 
-def load(path: Path | str, cluster: ClusterShape | None = None) -> list[Run]:
+def load(path: Path | str, cluster: ClusterShape | None = None, in_suite: bool = False) -> list[Run]:
     path = Path(path)
     try:
         doc = yaml.safe_load(path.read_text())
@@ -320,4 +330,4 @@ def load(path: Path | str, cluster: ClusterShape | None = None) -> list[Run]:
         raise ScenarioError(f"{path}: cannot read: {exc.strerror}") from None
     except yaml.YAMLError as exc:
         raise ScenarioError(f"{path}: not valid YAML: {exc}") from None
-    return parse(doc, str(path), cluster)
+    return parse(doc, str(path), cluster, in_suite)

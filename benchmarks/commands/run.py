@@ -65,7 +65,8 @@ def summary_table(summaries: list[runner_lib.RunSummary], skipped: list[scenario
                       "; ".join(f"{f.kind} ({f.target})" for f in s.faults) or "-",
                       "yes" if s.valid else "[red]no[/]")
     for run in skipped:
-        table.add_row(f"(point {run.index})", "", "", "", "", "", "", "", "", "", f"skipped: {run.skipped}", "")
+        table.add_row(f"(point {run.index})" if run.point else "(scenario)", "", "", "", "", "", "", "", "", "",
+                      f"skipped: {run.skipped}", "")
     return table
 
 
@@ -104,14 +105,18 @@ def run(ctx: click.Context, suite_or_file: str, inventory_path: Path, quick: boo
         shape = scenario_lib.ClusterShape(tuple(b.broker_id for b in inv.brokers), len({b.host for b in inv.brokers}),
                                           inv.metadata_mode, tuple(c.node_id for c in inv.controllers),
                                           len(inv.migration_controllers), inv.kafka_version)
-        runs = [run for path in scenario_files(suite_or_file) for run in scenario_lib.load(path, shape)]
+        files = scenario_files(suite_or_file)
+        runs = [run for path in files for run in scenario_lib.load(path, shape, in_suite=len(files) > 1)]
+        if runs and all(r.scenario is None for r in runs):
+            raise scenario_lib.ScenarioError(f"{suite_or_file}: nothing of it can run on {inventory_path}: "
+                                             + "; ".join(dict.fromkeys(r.skipped or "" for r in runs)))
     except scenario_lib.ScenarioError as exc:
         console.print(f"[red]error:[/] {exc}")
         raise click.exceptions.Exit(ExitCode.INVALID_INPUT) from exc
     todo = [r.scenario for r in runs if r.scenario is not None]
     skipped = [r for r in runs if not r.scenario]
     for r in skipped:
-        console.print(f"skipping sweep point {r.point}: {r.skipped}")
+        console.print(f"skipping sweep point {r.point}: {r.skipped}" if r.point else f"skipping {r.skipped}")
     sweep_dir = results / f"{time.strftime('%Y%m%dT%H%M%S')}-{Path(suite_or_file).stem}"
     summaries = []
     with Live(console=console, refresh_per_second=4, transient=not console.is_terminal) as live:

@@ -13,7 +13,7 @@ description:
   - Reads O(path) (a C(meta.properties) written by C(kafka-storage format), or by a ZooKeeper-mode
     broker at its first start) and returns the cluster id, node id and directory id it holds, or
     empty strings when the storage is not formatted yet. A ZooKeeper-mode broker's file (version 0)
-    names its C(broker.id), returned as the node id: the id it keeps in KRaft.
+    names its C(broker.id), returned as the node id (the id it keeps in KRaft).
   - Reads O(migration_phase_path) when given and present, the ZooKeeper-to-KRaft migration phase
     C(playbooks/migrate-to-kraft.yml) recorded on the node.
   - Reads O(release_path) when given and present, the Kafka release the node was last started on
