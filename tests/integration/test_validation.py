@@ -114,3 +114,25 @@ def test_missing_inventory_is_refused(tmp_path):
     proc = run_cli("cluster", "status", "--inventory", str(tmp_path / "nope"))
     assert proc.returncode == ExitCode.INVALID_INPUT
     assert "does not exist" in proc.stderr
+
+
+UPGRADE_INVENTORY = LOCAL_INVENTORY.parent / "local-upgrade"
+
+
+@pytest.mark.parametrize(("source", "version", "expected"), [
+    (LOCAL_INVENTORY, "4.3.1", ["broker0", "runs Kafka 3.9.2 in ZooKeeper mode, and Kafka 4.3.1 has no ZooKeeper mode",
+                                "migrate to KRaft on 3.9 first (playbooks/migrate-to-kraft.yml)"]),
+    (UPGRADE_INVENTORY, "4.3", ["kafka_upgrade_version must be a release such as 4.3.1 (got 4.3)"]),
+    (UPGRADE_INVENTORY, "2.8.2", ["broker0", "runs Kafka 3.9.2", "newer than 2.8.2: this playbook does not downgrade"]),
+], ids=["zookeeper to 4.x", "not a release", "downgrade"])
+def test_an_upgrade_path_kafka_does_not_take_is_refused_before_any_host_is_touched(source, version, expected, tmp_path,
+                                                                                    runner, teardown_if_deployed):
+    inv = broken_inventory(tmp_path, lambda hosts: None, source)
+    pids_before = set(service_pids())
+    result = runner.run("upgrade.yml", inv, extravars={"kafka_upgrade_version": version})
+    assert not result.ok
+    messages = " ".join(" ".join(f.message.split()) for f in result.failures)
+    for fragment in expected:
+        assert fragment in messages, f"{fragment!r} missing from the error:\n{messages[-3000:]}"
+    assert not (tmp_path / "state").exists(), "the upgrade touched a host before refusing"
+    assert set(service_pids()) == pids_before

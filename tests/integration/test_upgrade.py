@@ -1,0 +1,119 @@
+"""The rolling upgrade Kafka 3.9 (KRaft) -> 4.3.1 (playbooks/upgrade.yml) and a throttled partition
+reassignment (playbooks/reassign-partitions.yml), each run by the operations suite's scenario as a
+procedure under acks=all load with a consumer group reading, on a cluster of this machine
+(inventories/local-upgrade: three combined nodes deployed on 3.9.2): every node ends on the new
+release with the release's feature levels finalized, and nothing acknowledged is lost; a second
+upgrade changes nothing, and site.yml refuses to deploy the old release back before touching a
+host. The reassignment then moves the (upgraded) cluster's topic off broker 2.
+
+The cluster uses the broker ports of the other modules' clusters: it is deployed here and torn
+down at the end of the module.
+"""
+
+from __future__ import annotations
+
+import subprocess
+
+import pytest
+from confluent_kafka.admin import AdminClient
+
+from benchmarks import inventory
+from benchmarks import runner as runner_lib
+from benchmarks import scenario as scenario_lib
+from benchmarks.report import outputs
+from tests.conftest import ROOT, assert_ok, listening_ports
+
+pytestmark = [pytest.mark.cluster, pytest.mark.slow]
+
+INVENTORY = ROOT / "inventories" / "local-upgrade"
+STATE = ROOT / ".state" / "local-upgrade"
+PORTS = {9092, 9093, 9094, 9192, 9193, 9194}
+BOOTSTRAP = "127.0.0.1:9092,127.0.0.1:9093,127.0.0.1:9094"
+SUITE = ROOT / "benchmarks" / "suites" / "operations"
+NODES = ("broker0", "broker1", "broker2")
+
+
+def release(node: str) -> str:
+    return (STATE / node / "config" / "kafka-release").read_text().strip()
+
+
+def features() -> str:
+    return subprocess.run([str(STATE / "broker0" / "config" / "kafka-tool"), "features", "describe"],
+                          capture_output=True, text=True, check=True, timeout=120).stdout
+
+
+@pytest.fixture(scope="module")
+def kraft_3_9(runner):
+    """Kafka 3.9.2 in KRaft mode on three combined nodes."""
+    assert_ok(runner.run("teardown.yml", INVENTORY))
+    assert not PORTS & listening_ports(), "a cluster still holds the ports: tear it down first"
+    assert_ok(runner.run("site.yml", INVENTORY))
+    yield
+    runner.run("teardown.yml", INVENTORY)
+
+
+def run_suite_scenario(name: str, runner, out, spark) -> dict:
+    """Run one of the operations suite's scenarios on this cluster; print and return its analysis."""
+    [run] = scenario_lib.load(SUITE / name)
+    assert run.scenario is not None
+    summary = runner_lib.execute(run.scenario, inventory.load(INVENTORY), INVENTORY, runner, out, seed=5)
+    assert summary.valid, summary.invalid_reasons
+    [analysed] = outputs.build(str(out)).data.runs
+    s = analysed.summary
+    print(f"\n{run.scenario.name} under {run.scenario.workload.rate:.0f} msg/s acks=all: {s['sent']} sent, "
+          f"{s['acked']} acked, {s['failed']} failed, {s['lost']} lost, {s['unseen']} unseen, {s['duplicates']} "
+          f"duplicates, worst unavailability {s['unavailable_s']:.2f} s, p99 {s['latency_p99_ms']:.1f} ms")
+    for step in analysed.steps:
+        print(f"  {step['step']:>2} {step['duration_s']:6.1f} s  p99 {step['latency_p99_ms'] or 0:7.1f} ms "
+              f"(steady {step['steady_p99_ms'] or 0:.1f})  without acks {step['unavailable_s']:.2f} s  "
+              f"elections {step['leader_changes']}  failed {step['failed']}  {step['play']}")
+    assert s["lost"] == s["unseen"] == 0 and summary.acked_lost == 0
+    assert all(step["ok"] for step in analysed.steps)
+    return {"summary": s, "steps": [step["play"] for step in analysed.steps]}
+
+
+def test_the_upgrade_under_load_ends_on_the_new_release_and_loses_nothing(kraft_3_9, runner, tmp_path, spark):
+    assert [release(n) for n in NODES] == ["3.9.2"] * 3
+    assert "FinalizedVersionLevel: 3.9-IV0" in features()
+    result = run_suite_scenario("02-upgrade.yml", runner, tmp_path, spark)
+    assert result["summary"]["acked"] > 10_000
+    # The controllers that follow, one at a time (a step each), then the active controller, then the features.
+    steps = result["steps"]
+    assert steps.count("Roll the KRaft controllers that follow, one at a time") == 2
+    assert steps.index("Roll the KRaft quorum leader after the other controllers") > steps.index(
+        "Roll the KRaft controllers that follow, one at a time")
+    assert steps[-1] == "Finalize the new release's feature levels"
+    assert [release(n) for n in NODES] == ["4.3.1"] * 3
+    described = features()
+    assert "metadata.version" in described and "FinalizedVersionLevel: 4.3-IV0" in described
+    assert all("kafka_2.13-4.3.1/libs" in (STATE / n / "config" / "kafka-service").read_text() for n in NODES)
+
+
+def test_a_second_upgrade_changes_nothing(kraft_3_9, runner):
+    result = assert_ok(runner.run("upgrade.yml", INVENTORY, extravars={"kafka_upgrade_version": "4.3.1"}))
+    assert result.count("changed") == 0, result.stats
+
+
+def test_site_refuses_to_deploy_the_old_release_back(kraft_3_9, runner):
+    before = {n: (STATE / n / "config" / "server.properties").read_text() for n in NODES}
+    result = runner.run("site.yml", INVENTORY)
+    assert not result.ok
+    messages = " ".join(" ".join(f.message.split()) for f in result.failures)
+    assert "this node runs Kafka 4.3.1" in messages and 'set kafka_version: "4.3.1"' in messages, messages
+    assert {n: (STATE / n / "config" / "server.properties").read_text() for n in NODES} == before
+
+
+def test_a_throttled_reassignment_under_load_moves_the_topic_off_broker_2(kraft_3_9, runner, tmp_path, spark):
+    result = run_suite_scenario("03-reassign-partitions.yml", runner, tmp_path, spark)
+    assert result["summary"]["acked"] > 10_000
+    admin = AdminClient({"bootstrap.servers": BOOTSTRAP})
+    topic = admin.list_topics(timeout=30).topics["kb-reassign-partitions"]
+    assert len(topic.partitions) == 6
+    for number, partition in sorted(topic.partitions.items()):
+        assert partition.replicas == [number % 2, (number + 1) % 2], (number, partition.replicas)
+        assert partition.leader == number % 2, "the preferred leaders were elected"
+    # The throttle is cleared once the move completed.
+    configs = subprocess.run([str(STATE / "broker0" / "config" / "kafka-tool"), "configs", "--describe",
+                              "--entity-type", "brokers", "--entity-name", "2"],
+                             capture_output=True, text=True, check=True, timeout=120).stdout
+    assert "throttled.rate" not in configs, configs
