@@ -146,7 +146,39 @@ class ReassignPartitions(ProcedureSpec):
         return errors
 
 
+class ReplaceBroker(ProcedureSpec):
+    """`{playbook: replace-broker, at_s: 5, broker: 2}`: the broker's host replaced by one with empty
+    disks and the same id, which catches up on every partition, then leads its share again."""
+
+    playbook_file = "replace-broker.yml"
+    modes = frozenset({"kraft", "zookeeper"})
+    summary = "a broker's host replaced by one with empty disks and the same id, every partition re-replicated"
+
+    playbook: Literal["replace-broker"]
+    broker: Annotated[int, Field(ge=0)]
+
+    def extravars(self, topic: str) -> dict[str, Any]:
+        return {"replace_broker_id": self.broker}
+
+    def workload_errors(self, workload: Workload) -> list[tuple[str, str]]:
+        if workload.replication_factor < 2:
+            return [("broker", "with workload.replication_factor 1 the broker holds the only replica of its partitions: "
+                               "replacing its disks loses them")]
+        return []
+
+    def cluster_errors(self, cluster: ClusterShape) -> list[tuple[str, str]]:
+        errors = super().cluster_errors(cluster)
+        if self.broker not in cluster.broker_ids:
+            errors.append(("broker", f"no broker {self.broker} in this inventory (brokers: "
+                                     f"{', '.join(map(str, cluster.broker_ids))})"))
+        elif self.broker in cluster.controller_ids:
+            errors.append(("broker", f"broker {self.broker} is also a KRaft controller (a combined node): replacing a "
+                                     "voter of the quorum needs it reconfigured, which replace-broker.yml does not do"))
+        return errors
+
+
 # The scenario's `procedures` entries: a union keyed on `playbook`.
-Procedure = Annotated[RollingRestart | MigrateToKraft | Upgrade | ReassignPartitions, Field(discriminator="playbook")]
+Procedure = Annotated[RollingRestart | MigrateToKraft | Upgrade | ReassignPartitions | ReplaceBroker,
+                      Field(discriminator="playbook")]
 SPECS: tuple[type[ProcedureSpec], ...] = get_args(get_args(Procedure)[0])
 NAMES: dict[str, type[ProcedureSpec]] = {get_args(spec.model_fields["playbook"].annotation)[0]: spec for spec in SPECS}

@@ -295,8 +295,8 @@ def test_the_durability_suite_runs_elr_off_and_on_on_kraft_only():
 def test_procedures_are_checked_against_the_scenario_and_the_inventory():
     unknown = {"scenario": {"name": "demo", "procedures": [{"playbook": "site", "at_s": 1}]}}
     with pytest.raises(sc.ScenarioError, match=r"demo.yml: scenario.procedures\[0\].playbook: must be one of "
-                                               r"'rolling-restart', 'migrate-to-kraft', 'upgrade' or "
-                                               r"'reassign-partitions' \(got 'site'\)"):
+                                               r"'rolling-restart', 'migrate-to-kraft', 'upgrade', "
+                                               r"'reassign-partitions' or 'replace-broker' \(got 'site'\)"):
         sc.parse(unknown, "demo.yml")
     late = {"scenario": {"name": "demo", "workload": {"duration_s": 10},
                          "procedures": [{"playbook": "rolling-restart", "at_s": 10}]}}
@@ -306,7 +306,7 @@ def test_procedures_are_checked_against_the_scenario_and_the_inventory():
     with pytest.raises(sc.ScenarioError) as info:
         sc.parse(migrate, "demo.yml", KRAFT_SHAPE)
     assert ("demo.yml: scenario.procedures[0].playbook: migrate-to-kraft needs a zookeeper cluster; this inventory "
-            "runs kraft, so allowed here: rolling-restart, upgrade, reassign-partitions") in str(info.value)
+            "runs kraft, so allowed here: rolling-restart, upgrade, reassign-partitions, replace-broker") in str(info.value)
     with pytest.raises(sc.ScenarioError, match="needs 1, 3 or 5 KRaft controllers waiting for the migration .* "
                                                "this inventory has 0"):
         sc.parse(migrate, "demo.yml", THREE_BROKERS)
@@ -347,3 +347,14 @@ def test_upgrade_and_reassignment_parameters_are_checked_before_anything_runs():
             in errors(procedure(playbook="reassign-partitions", brokers=[0, 7]), kraft))
     assert "scenario.procedures[0].unknown: unknown key" in errors(
         procedure(playbook="reassign-partitions", brokers=[0, 1], unknown=1))
+
+    assert "scenario.procedures[0].broker: no broker 5 in this inventory" in errors(
+        procedure(playbook="replace-broker", broker=5), kraft)
+    assert "broker 2 is also a KRaft controller (a combined node)" in errors(
+        procedure(playbook="replace-broker", broker=2),
+        sc.ClusterShape(broker_ids=(0, 1, 2), hosts=1, metadata_mode="kraft", controller_ids=(0, 1, 2)))
+    alone = procedure(playbook="replace-broker", broker=2)
+    alone["scenario"]["workload"] = {"replication_factor": 1}
+    assert "replacing its disks loses them" in errors(alone)
+    [run] = sc.parse(procedure(playbook="replace-broker", broker=2), "demo.yml", zookeeper)
+    assert run.scenario is not None and run.scenario.procedures[0].extravars("t") == {"replace_broker_id": 2}
