@@ -25,11 +25,8 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from benchmarks import inventory
-from benchmarks import runner as runner_lib
-from benchmarks import scenario as scenario_lib
-from benchmarks.report import outputs
 from tests.conftest import ROOT, assert_ok, listening_ports, wait_for
+from tests.integration.procedures import run_procedure_scenario
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
 
@@ -128,29 +125,13 @@ def test_a_rollback_before_finalization_returns_to_zookeeper_with_nothing_lost(z
 
 def test_the_migration_under_load_loses_no_acknowledged_write(zookeeper_cluster, runner, tmp_path, spark):
     """The suite's scenario: the runner migrates the cluster (again) as a procedure under its load."""
-    [run] = scenario_lib.load(SCENARIO)
-    assert run.scenario is not None
-    summary = runner_lib.execute(run.scenario, inventory.load(INVENTORY), INVENTORY, runner, tmp_path, seed=5)
-    assert summary.valid, summary.invalid_reasons
-    report = outputs.build(str(tmp_path))
-    [analysed] = report.data.runs
-    s = analysed.summary
-    print(f"\nmigration under {run.scenario.workload.rate:.0f} msg/s acks=all: {s['sent']} sent, {s['acked']} acked, "
-          f"{s['failed']} failed, {s['indeterminate']} unconfirmed, {s['lost']} lost, {s['unseen']} unseen, "
-          f"{s['duplicates']} duplicates, worst unavailability {s['unavailable_s']:.2f} s, p99 {s['latency_p99_ms']:.1f} ms")
-    for step in analysed.steps:
-        print(f"  {step['step']:>2} {step['duration_s']:6.1f} s  p99 {step['latency_p99_ms'] or 0:7.1f} ms "
-              f"(steady {step['steady_p99_ms'] or 0:.1f})  without acks {step['unavailable_s']:.2f} s  "
-              f"elections {step['leader_changes']}  failed {step['failed']}  {step['play']}")
-    assert s["lost"] == s["unseen"] == 0 and summary.acked_lost == 0
-    assert s["acked"] > 10_000
-    plays = [step["play"] for step in analysed.steps]
-    assert "Wait until the controllers copied the metadata from ZooKeeper" in plays
-    assert "Take the active controller out of migration mode last" in plays
-    assert all(step["ok"] for step in analysed.steps)
+    result = run_procedure_scenario(SCENARIO, INVENTORY, runner, tmp_path)
+    assert result.summary["acked"] > 10_000
+    assert "Wait until the controllers copied the metadata from ZooKeeper" in result.plays
+    assert "Take the active controller out of migration mode last" in result.plays
     assert (tmp_path / "procedure-steps.csv").exists()
     assert count_messages(BEFORE) == WRITTEN
-    assert "What each step of the procedure cost" in report.html.read_text()
+    assert "What each step of the procedure cost" in result.html
 
     # On KRaft: ZooKeeper stopped (and left so by the heal after the run), brokers and controllers
     # without it, every partition led.

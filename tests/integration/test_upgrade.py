@@ -17,11 +17,8 @@ import subprocess
 import pytest
 from confluent_kafka.admin import AdminClient
 
-from benchmarks import inventory
-from benchmarks import runner as runner_lib
-from benchmarks import scenario as scenario_lib
-from benchmarks.report import outputs
 from tests.conftest import ROOT, assert_ok, listening_ports
+from tests.integration.procedures import run_procedure_scenario
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
 
@@ -52,33 +49,13 @@ def kraft_3_9(runner):
     runner.run("teardown.yml", INVENTORY)
 
 
-def run_suite_scenario(name: str, runner, out, spark) -> dict:
-    """Run one of the operations suite's scenarios on this cluster; print and return its analysis."""
-    [run] = scenario_lib.load(SUITE / name)
-    assert run.scenario is not None
-    summary = runner_lib.execute(run.scenario, inventory.load(INVENTORY), INVENTORY, runner, out, seed=5)
-    assert summary.valid, summary.invalid_reasons
-    [analysed] = outputs.build(str(out)).data.runs
-    s = analysed.summary
-    print(f"\n{run.scenario.name} under {run.scenario.workload.rate:.0f} msg/s acks=all: {s['sent']} sent, "
-          f"{s['acked']} acked, {s['failed']} failed, {s['lost']} lost, {s['unseen']} unseen, {s['duplicates']} "
-          f"duplicates, worst unavailability {s['unavailable_s']:.2f} s, p99 {s['latency_p99_ms']:.1f} ms")
-    for step in analysed.steps:
-        print(f"  {step['step']:>2} {step['duration_s']:6.1f} s  p99 {step['latency_p99_ms'] or 0:7.1f} ms "
-              f"(steady {step['steady_p99_ms'] or 0:.1f})  without acks {step['unavailable_s']:.2f} s  "
-              f"elections {step['leader_changes']}  failed {step['failed']}  {step['play']}")
-    assert s["lost"] == s["unseen"] == 0 and summary.acked_lost == 0
-    assert all(step["ok"] for step in analysed.steps)
-    return {"summary": s, "steps": [step["play"] for step in analysed.steps]}
-
-
 def test_the_upgrade_under_load_ends_on_the_new_release_and_loses_nothing(kraft_3_9, runner, tmp_path, spark):
     assert [release(n) for n in NODES] == ["3.9.2"] * 3
     assert "FinalizedVersionLevel: 3.9-IV0" in features()
-    result = run_suite_scenario("02-upgrade.yml", runner, tmp_path, spark)
-    assert result["summary"]["acked"] > 10_000
+    result = run_procedure_scenario(SUITE / "02-upgrade.yml", INVENTORY, runner, tmp_path)
+    assert result.summary["acked"] > 10_000
     # The controllers that follow, one at a time (a step each), then the active controller, then the features.
-    steps = result["steps"]
+    steps = result.plays
     assert steps.count("Roll the KRaft controllers that follow, one at a time") == 2
     assert steps.index("Roll the KRaft quorum leader after the other controllers") > steps.index(
         "Roll the KRaft controllers that follow, one at a time")
@@ -104,8 +81,8 @@ def test_site_refuses_to_deploy_the_old_release_back(kraft_3_9, runner):
 
 
 def test_a_throttled_reassignment_under_load_moves_the_topic_off_broker_2(kraft_3_9, runner, tmp_path, spark):
-    result = run_suite_scenario("03-reassign-partitions.yml", runner, tmp_path, spark)
-    assert result["summary"]["acked"] > 10_000
+    result = run_procedure_scenario(SUITE / "03-reassign-partitions.yml", INVENTORY, runner, tmp_path)
+    assert result.summary["acked"] > 10_000
     admin = AdminClient({"bootstrap.servers": BOOTSTRAP})
     topic = admin.list_topics(timeout=30).topics["kb-reassign-partitions"]
     assert len(topic.partitions) == 6
