@@ -12,7 +12,7 @@ INVENTORY ?= inventories/local
 # Tools the tests and playbooks start (ansible-playbook, molecule, ...) come from the venv.
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: bench bench-durability bench-kraft bench-lab bench-lab-kraft perf perf-deps perf-analysis report test test-deps test-unit test-cluster test-roles test-lab lint install cluster-up cluster-down cluster-status lab-deps lab-up lab-down clean
+.PHONY: bench bench-durability bench-kraft bench-operations bench-lab bench-lab-kraft perf perf-deps perf-analysis report test test-deps test-unit test-cluster test-roles test-lab lint install cluster-up cluster-down cluster-status lab-deps lab-up lab-down clean
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -42,6 +42,24 @@ bench-kraft: install
 	$(BIN)/kafka-bench cluster up --inventory $(KRAFT_INVENTORY)
 	$(BIN)/kafka-bench run seeds --quick --inventory $(KRAFT_INVENTORY)
 	$(BIN)/kafka-bench compare --newest seeds --out benchmarks/results/compare-seeds
+
+## The operations suite, each procedure under load on the cluster it needs (they share the broker
+## ports, so one at a time): on the ZooKeeper cluster the rolling restart, the throttled
+## reassignment and the broker replacement; the ZooKeeper -> KRaft migration on
+## inventories/local-migration; the 3.9 -> 4.3.1 upgrade on inventories/local-upgrade. ~20 min.
+OPERATIONS := benchmarks/suites/operations
+bench-operations: install
+	$(BIN)/kafka-bench cluster up --inventory $(INVENTORY)
+	$(BIN)/kafka-bench run operations --inventory $(INVENTORY)
+	$(BIN)/kafka-bench cluster down --inventory $(INVENTORY)
+	$(BIN)/kafka-bench cluster down --purge --inventory inventories/local-migration
+	$(BIN)/kafka-bench cluster up --inventory inventories/local-migration
+	$(BIN)/kafka-bench run $(OPERATIONS)/00-migrate-to-kraft.yml --inventory inventories/local-migration
+	$(BIN)/kafka-bench cluster down --purge --inventory inventories/local-migration
+	$(BIN)/kafka-bench cluster down --purge --inventory inventories/local-upgrade
+	$(BIN)/kafka-bench cluster up --inventory inventories/local-upgrade
+	$(BIN)/kafka-bench run $(OPERATIONS)/02-upgrade.yml --inventory inventories/local-upgrade
+	$(BIN)/kafka-bench cluster down --purge --inventory inventories/local-upgrade
 
 ## Load generator vs Kafka's producer-perf-test, ledger on vs off, open-loop accuracy, and the
 ## C reference loop (benchmarks/perf/native/sendloop.c) beside it.
