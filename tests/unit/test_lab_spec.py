@@ -59,6 +59,30 @@ def test_the_kraft_lab_runs_a_controller_and_a_broker_on_each_of_its_hosts():
                                                                (9992, "kraft3-ctl")]
 
 
+def test_every_lab_has_its_own_subnet_bridge_and_state_so_they_can_be_up_together():
+    specs = [lab.load_spec(ROOT / "inventories" / name) for name in ("lab", "lab-kraft", "lab-migration", "lab-upgrade")]
+    assert len({s.bridge for s in specs}) == len({s.state_dir for s in specs}) == len({s.network for s in specs}) == 4
+    addresses = [h.address for s in specs for h in s.hosts]
+    assert len(addresses) == len(set(addresses)) == 12
+
+
+def test_the_operations_labs_have_the_shapes_their_procedures_need():
+    """lab-migration: ZooKeeper, 3.9 brokers and dedicated controllers waiting for the migration on
+    each host; lab-upgrade: 3.9 in KRaft mode with dedicated controllers, what upgrade.yml takes to 4.x."""
+    spec = lab.load_spec(ROOT / "inventories" / "lab-migration")
+    assert [(h.name, h.address) for h in spec.hosts] == [("mig1", "10.213.2.11"), ("mig2", "10.213.2.12"),
+                                                         ("mig3", "10.213.2.13")]
+    migrating = inventory_lib.load(ROOT / "inventories" / "lab-migration")
+    assert (migrating.metadata_mode, migrating.kafka_version) == ("zookeeper", "3.9.2")
+    assert [b.bootstrap for b in migrating.brokers] == ["10.213.2.11:9092", "10.213.2.12:9092", "10.213.2.13:9092"]
+    assert migrating.migration_controllers == ("mig1-ctl", "mig2-ctl", "mig3-ctl")
+    upgrading = inventory_lib.load(ROOT / "inventories" / "lab-upgrade")
+    assert (upgrading.metadata_mode, upgrading.kafka_version) == ("kraft", "3.9.2")
+    assert [(c.node_id, c.name) for c in upgrading.controllers] == [(9990, "upg1-ctl"), (9991, "upg2-ctl"),
+                                                                    (9992, "upg3-ctl")]
+    assert not {b.broker_id for b in upgrading.brokers} & {c.node_id for c in upgrading.controllers}
+
+
 def test_processes_of_one_lab_host_must_name_it(tmp_path):
     inventory = write_inventory(tmp_path, {"lab1": "10.213.0.11", "lab1-ctl": "10.213.0.11"})
     hosts = yaml.safe_load((inventory / "hosts.yml").read_text())
