@@ -88,6 +88,7 @@ class Controller:
                             + [Step(warmup_s + p.at_s * factor, PROCEDURE, i) for i, p in enumerate(self.procedures)])
         self.records: dict[int, FaultRecord] = {}
         self.active: dict[str, FaultRecord] = {}  # acted, not yet healed
+        self.playing: dict[str, str] = {}  # procedure id -> "name: the play it is in", while it runs
         self.fault_log: list[records.AppliedFault] = []
         self.invalid: list[str] = []
         self._lock = threading.Lock()
@@ -123,7 +124,8 @@ class Controller:
             thread.join(timeout_s)
 
     def active_names(self) -> list[str]:
-        return [f"{r.kind} {r.reason}" for r in list(self.active.values())]
+        """What acts on the cluster now: the faults not yet healed, and the procedures' current plays."""
+        return [f"{r.kind} {r.reason}" for r in list(self.active.values())] + list(dict(self.playing).values())
 
     # ------------------------------------------------------------------ a step
 
@@ -187,9 +189,13 @@ class Controller:
         def progress(event: ProgressEvent) -> None:
             if event.play and (not begun or begun[-1] != event.play_number):
                 begun.append(event.play_number)
+                self.playing[procedure_id] = f"{procedure.name}: {event.play}"
                 self.events.write(records.ProcedurePlay(procedure_id=procedure_id, play=event.play))
 
-        result = self.run_playbook(procedure.playbook_file, progress, extravars)
+        try:
+            result = self.run_playbook(procedure.playbook_file, progress, extravars)
+        finally:
+            self.playing.pop(procedure_id, None)
         self.events.write(records.ProcedureEnd(
             procedure_id=procedure_id, ok=result.ok, elapsed_s=result.elapsed_s, changed=result.count("changed"),
             failures=[f"{f.host}: {f.task}: {f.message}" for f in result.failures]))

@@ -302,3 +302,21 @@ def test_a_procedure_gives_its_playbook_its_parameters_and_the_run_records_them(
     assert [e["extravars"] for e in events.named("procedure-start")] == [reassign, upgrade]
     assert [e["procedure"] for e in events.named("procedure-start")] == ["reassign-partitions", "upgrade"]
     assert not steps.invalid
+
+
+def test_the_progress_line_names_the_play_a_running_procedure_is_in():
+    seen = []
+
+    class Watching(FakePlaybooks):
+        def __call__(self, playbook, progress, extravars):
+            def watched(event):
+                progress(event)
+                seen.append(steps.active_names())
+            return super().__call__(playbook, watched, extravars)
+
+    steps, _, spawned = procedure_controller(Watching(["Validate", "Roll the brokers"]),
+                                             [{"playbook": "rolling-restart", "at_s": 0}])
+    steps.start_due(START + 2 * S)
+    spawned[0].finish()
+    assert seen[0] == ["rolling-restart: Validate"] and seen[-1] == ["rolling-restart: Roll the brokers"]
+    assert steps.active_names() == [], "a procedure that ended is no longer shown"
