@@ -64,11 +64,14 @@ def _ids(ids: Any) -> str | None:
 
 
 def _watermark_consumer(bootstrap: str) -> Any:
-    """A consumer that only asks watermarks: it never joins its group nor commits."""
+    """A consumer that only asks watermarks: it never joins its group nor commits. Silent: a broker
+    down is what the run is about, and what it answered is sampled, not logged."""
     from confluent_kafka import Consumer
 
+    from benchmarks.cluster import silent_logger
+
     return Consumer({"bootstrap.servers": bootstrap, "group.id": "kafka-bench-timeline",
-                     "enable.auto.commit": False, "log_level": 3})
+                     "enable.auto.commit": False, "logger": silent_logger("kafka_bench.timeline")})
 
 
 class TimelineSampler(threading.Thread):
