@@ -124,8 +124,11 @@ class Controller:
             thread.join(timeout_s)
 
     def active_names(self) -> list[str]:
-        """What acts on the cluster now: the faults not yet healed, and the procedures' current plays."""
-        return [f"{r.kind} {r.reason}" for r in list(self.active.values())] + list(dict(self.playing).values())
+        return [f"{r.kind} {r.reason}" for r in list(self.active.values())]
+
+    def procedure_plays(self) -> list[str]:
+        """The procedures running now, each with the play it is in."""
+        return list(dict(self.playing).values())
 
     # ------------------------------------------------------------------ a step
 

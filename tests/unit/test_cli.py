@@ -120,3 +120,15 @@ def test_progress_in_a_log_is_a_line_per_phase_and_at_least_every_ten_seconds():
     terminal = ProgressLines(True, updated.append, printed.append)
     terminal("live", "measuring")
     assert updated == ["live"]
+
+
+def test_the_progress_line_shows_faults_and_procedures_apart():
+    from benchmarks.commands.run import _progress_line
+    from benchmarks.runner import Snapshot
+
+    snap = Snapshot("r", "measuring", 10.0, 40.0, 1000, 990, 0, 10, {"readers": 985}, ["broker-kill leader of 0"],
+                    ["upgrade: Upgrade the controllers that follow, one at a time"])
+    line = _progress_line(snap, "[1/1] upgrade")
+    assert line.endswith("| consumed readers=985 | fault: broker-kill leader of 0 "
+                         "| procedure: upgrade: Upgrade the controllers that follow, one at a time")
+    assert "procedure" not in _progress_line(Snapshot("r", "measuring", 1.0, 40.0, 0, 0, 0, 0, {}, []), "x")

@@ -311,7 +311,7 @@ def test_the_progress_line_names_the_play_a_running_procedure_is_in():
         def __call__(self, playbook, progress, extravars):
             def watched(event):
                 progress(event)
-                seen.append(steps.active_names())
+                seen.append(steps.procedure_plays())
             return super().__call__(playbook, watched, extravars)
 
     steps, _, spawned = procedure_controller(Watching(["Validate", "Roll the brokers"]),
@@ -319,4 +319,4 @@ def test_the_progress_line_names_the_play_a_running_procedure_is_in():
     steps.start_due(START + 2 * S)
     spawned[0].finish()
     assert seen[0] == ["rolling-restart: Validate"] and seen[-1] == ["rolling-restart: Roll the brokers"]
-    assert steps.active_names() == [], "a procedure that ended is no longer shown"
+    assert steps.procedure_plays() == [] and steps.active_names() == [], "a procedure that ended is no longer shown"
