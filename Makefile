@@ -12,7 +12,7 @@ INVENTORY ?= inventories/local
 # Tools the tests and playbooks start (ansible-playbook, molecule, ...) come from the venv.
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: bench bench-durability bench-kraft bench-operations bench-lab bench-lab-kraft perf perf-deps perf-analysis report test test-deps test-unit test-cluster test-roles test-lab lint install cluster-up cluster-down cluster-status lab-deps lab-up lab-down clean
+.PHONY: bench bench-durability bench-kraft bench-operations bench-lab bench-lab-kraft bench-operations-lab perf perf-deps perf-analysis report test test-deps test-unit test-cluster test-roles test-lab lint install cluster-up cluster-down cluster-status lab-deps lab-up lab-down clean
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -140,6 +140,26 @@ bench-lab-kraft: install lab-deps
 	$(BIN)/kafka-bench lab up --inventory $(LAB_KRAFT_INVENTORY)
 	$(BIN)/kafka-bench cluster up --inventory $(LAB_KRAFT_INVENTORY)
 	$(BIN)/kafka-bench run kraft --inventory $(LAB_KRAFT_INVENTORY)
+
+## The operations suite on the lab, each procedure on the lab it needs (three labs, side by side:
+## their own subnets): the rolling restart, the reassignment and the broker replacement on the
+## ZooKeeper lab; the ZooKeeper -> KRaft migration on inventories/lab-migration (a ZooKeeper
+## server, a broker and a dedicated controller per host); the 3.9 -> 4.3.1 upgrade on
+## inventories/lab-upgrade (a dedicated controller and a broker per host). Each lab is taken down
+## after its runs. ~40 min.
+LAB_MIGRATION_INVENTORY := inventories/lab-migration
+LAB_UPGRADE_INVENTORY := inventories/lab-upgrade
+bench-operations-lab: lab-up
+	$(BIN)/kafka-bench run operations --inventory $(LAB_INVENTORY)
+	$(BIN)/kafka-bench lab down --inventory $(LAB_INVENTORY)
+	$(BIN)/kafka-bench lab up --inventory $(LAB_MIGRATION_INVENTORY)
+	$(BIN)/kafka-bench cluster up --inventory $(LAB_MIGRATION_INVENTORY)
+	$(BIN)/kafka-bench run $(OPERATIONS)/00-migrate-to-kraft.yml --inventory $(LAB_MIGRATION_INVENTORY)
+	$(BIN)/kafka-bench lab down --inventory $(LAB_MIGRATION_INVENTORY)
+	$(BIN)/kafka-bench lab up --inventory $(LAB_UPGRADE_INVENTORY)
+	$(BIN)/kafka-bench cluster up --inventory $(LAB_UPGRADE_INVENTORY)
+	$(BIN)/kafka-bench run $(OPERATIONS)/02-upgrade.yml --inventory $(LAB_UPGRADE_INVENTORY)
+	$(BIN)/kafka-bench lab down --inventory $(LAB_UPGRADE_INVENTORY)
 
 lint: install
 	$(BIN)/ruff check .
