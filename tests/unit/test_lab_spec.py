@@ -179,13 +179,15 @@ def test_vagrant_topology_matches_its_inventories():
 
 def test_every_inventory_uses_the_same_group_names():
     for path in sorted((ROOT / "inventories").glob("*/hosts.yml")):
-        groups = set(yaml.safe_load(path.read_text())["all"]["children"])
+        children = yaml.safe_load(path.read_text())["all"]["children"]
+        groups = set(children)
         # ZooKeeper mode: zookeeper and kafka; KRaft: kafka and kafka_controller (combined nodes are in both);
-        # a ZooKeeper cluster about to migrate to KRaft: all three, its controllers declared for the migration.
+        # a ZooKeeper cluster about to migrate to KRaft: all three, its controllers declared for the migration
+        # (kafka_zookeeper_migration: true, read as Ansible resolves it: group_vars may be a file or a directory).
         assert {"kafka"} <= groups <= {"zookeeper", "kafka", "kafka_controller", "loadgen"}, path
-        migrating = path.parent / "group_vars" / "kafka_controller.yml"
         if {"zookeeper", "kafka_controller"} <= groups:
-            assert yaml.safe_load(migrating.read_text())["kafka_zookeeper_migration"] is True, path
+            controllers = tuple(children["kafka_controller"]["hosts"])
+            assert inventory_lib.load(path.parent).migration_controllers == controllers, path
         else:
             assert ("zookeeper" in groups) != ("kafka_controller" in groups), path
 
