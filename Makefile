@@ -147,19 +147,17 @@ bench-lab-kraft: install lab-deps
 ## server, a broker and a dedicated controller per host); the 3.9 -> 4.3.1 upgrade on
 ## inventories/lab-upgrade (a dedicated controller and a broker per host). Each lab is taken down
 ## after its runs. ~40 min.
-LAB_MIGRATION_INVENTORY := inventories/lab-migration
-LAB_UPGRADE_INVENTORY := inventories/lab-upgrade
-bench-operations-lab: lab-up
-	$(BIN)/kafka-bench run operations --inventory $(LAB_INVENTORY)
-	$(BIN)/kafka-bench lab down --inventory $(LAB_INVENTORY)
-	$(BIN)/kafka-bench lab up --inventory $(LAB_MIGRATION_INVENTORY)
-	$(BIN)/kafka-bench cluster up --inventory $(LAB_MIGRATION_INVENTORY)
-	$(BIN)/kafka-bench run $(OPERATIONS)/00-migrate-to-kraft.yml --inventory $(LAB_MIGRATION_INVENTORY)
-	$(BIN)/kafka-bench lab down --inventory $(LAB_MIGRATION_INVENTORY)
-	$(BIN)/kafka-bench lab up --inventory $(LAB_UPGRADE_INVENTORY)
-	$(BIN)/kafka-bench cluster up --inventory $(LAB_UPGRADE_INVENTORY)
-	$(BIN)/kafka-bench run $(OPERATIONS)/02-upgrade.yml --inventory $(LAB_UPGRADE_INVENTORY)
-	$(BIN)/kafka-bench lab down --inventory $(LAB_UPGRADE_INVENTORY)
+# $(call run-on-lab,INVENTORY,SUITE OR SCENARIO): the lab and its cluster up, the runs, the lab down.
+define run-on-lab
+	$(BIN)/kafka-bench lab up --inventory $(1)
+	$(BIN)/kafka-bench cluster up --inventory $(1)
+	$(BIN)/kafka-bench run $(2) --inventory $(1)
+	$(BIN)/kafka-bench lab down --inventory $(1)
+endef
+bench-operations-lab: install lab-deps
+	$(call run-on-lab,$(LAB_INVENTORY),operations)
+	$(call run-on-lab,inventories/lab-migration,$(OPERATIONS)/00-migrate-to-kraft.yml)
+	$(call run-on-lab,inventories/lab-upgrade,$(OPERATIONS)/02-upgrade.yml)
 
 lint: install
 	$(BIN)/ruff check .
