@@ -149,7 +149,8 @@ class TimelineSampler(threading.Thread):
         within the interval. A leader that answers its high watermark has not caught up with the
         start of its epoch (OFFSET_NOT_AVAILABLE: under ZooKeeper the epoch moves on when the ISR
         shrinks, and the high watermark stands still while the ISR is below min ISR) still holds
-        the one it last reported: that one is recorded again, for as long as the same leader says so."""
+        the one it last reported: that one is recorded again, for as long as the same leader says so,
+        across samples in which it did not answer at all (those stay null)."""
         from confluent_kafka import TopicPartition
         from confluent_kafka.admin import OffsetSpec
 
@@ -170,7 +171,10 @@ class TimelineSampler(threading.Thread):
         held = {p: hw for p, (leader, hw) in self._last_hw.items()
                 if p in self._not_caught_up and p not in found and leaders.get(p) == leader}
         found |= held
-        self._last_hw = {p: (leaders[p], hw) for p, hw in found.items()}
+        # A sample the leader did not answer at all (a watermark client still connecting, a busy
+        # broker) is no new report: what the same leader reported last is kept for the next sample.
+        unanswered = {p: last for p, last in self._last_hw.items() if p not in found and leaders.get(p) == last[0]}
+        self._last_hw = unanswered | {p: (leaders[p], hw) for p, hw in found.items()}
         return found
 
     def _watermarks(self, partitions: list[Any]) -> dict[int, int]:

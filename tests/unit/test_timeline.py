@@ -87,3 +87,27 @@ def test_a_leader_behind_its_epoch_holds_the_high_watermark_it_last_reported(tmp
     moved = _sampler(tmp_path, Behind())
     moved._last_hw = {1: (2, 1500)}  # reported by another leader: unknown, not carried over
     assert moved._high_watermarks({0: 1, 1: 1}) == {0: 1000}
+
+
+class Silent(Watermarks):
+    """Partition 1's leader does not answer in time (a watermark client still connecting)."""
+
+    def get_watermark_offsets(self, tp: Any, timeout: float) -> tuple[int, int]:
+        from confluent_kafka import KafkaError, KafkaException
+
+        self.asked.append(tp.partition)
+        raise KafkaException(KafkaError(KafkaError._TIMED_OUT))
+
+
+def test_a_sample_without_an_answer_does_not_forget_what_the_leader_last_reported(tmp_path: Path) -> None:
+    """The ISR shrinks, and the first watermark query after it times out: that sample has no high
+    watermark, but once the leader says it is behind its epoch, the one it last reported is held."""
+    sampler = _sampler(tmp_path, Silent())
+    sampler._last_hw = {1: (1, 1500)}
+    assert sampler._high_watermarks({0: 1, 1: 1}) == {0: 1000}
+    sampler._watermark_client = Behind()
+    assert sampler._high_watermarks({0: 1, 1: 1}) == {0: 1000, 1: 1500}
+    sampler._watermark_client = Silent()
+    assert sampler._high_watermarks({0: 1, 1: 2}) == {0: 1000}  # partition 1 led by another broker now
+    sampler._watermark_client = Behind()
+    assert sampler._high_watermarks({0: 1, 1: 2}) == {0: 1000}, "what another leader reported is not carried over"
