@@ -219,6 +219,7 @@ class ProcedurePlay(Event):
     event: Literal["procedure-play"] = "procedure-play"
     procedure_id: str
     play: str
+    host: str = ""  # the host of the play's first task: for a batch of a play with `serial: 1`, its node
 
 
 class ProcedureEnd(Event):

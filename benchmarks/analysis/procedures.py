@@ -16,28 +16,31 @@ from benchmarks import records
 from benchmarks.analysis import schemas
 from benchmarks.analysis.exprs import sum_if
 
-STEP_COLUMNS = ["run_id", "procedure_id", "procedure", "step", "play", "start_ns", "end_ns", "duration_s", "ok",
+STEP_COLUMNS = ["run_id", "procedure_id", "procedure", "step", "play", "node", "start_ns", "end_ns", "duration_s", "ok",
                 "sent", "failed", "indeterminate", "latency_p99_ms", "steady_p99_ms", "unavailable_s",
                 "unavailable_partitions", "leader_changes"]
 
 
 def procedure_steps(events: DataFrame) -> DataFrame:
-    """Per (run_id, procedure_id, step): the procedure's name, the play, when it began and ended,
-    and whether the procedure as a whole succeeded (null: it had not ended when the run did)."""
+    """Per (run_id, procedure_id, step): the procedure's name, the play, its node (a play that
+    began more than once, a batch of `serial: 1` each: the host of each; else null), when it began
+    and ended, and whether the procedure as a whole succeeded (null: it had not ended when the run did)."""
     events = schemas.check(events, schemas.EVENTS, "events")
     started = (events.filter(F.col("event") == records.PROCEDURE_START)
                .select("run_id", "procedure_id", "procedure", F.col("t_ns").alias("_procedure_start_ns")))
     ended = (events.filter(F.col("event") == records.PROCEDURE_END)
              .select("run_id", "procedure_id", F.col("t_ns").alias("_procedure_end_ns"), "ok"))
     w = Window.partitionBy("run_id", "procedure_id").orderBy("start_ns")
+    batches = F.count("*").over(Window.partitionBy("run_id", "procedure_id", "play"))
     return (events.filter(F.col("event") == records.PROCEDURE_PLAY)
-            .select("run_id", "procedure_id", "play", F.col("t_ns").alias("start_ns"))
+            .select("run_id", "procedure_id", "play", F.when(batches > 1, F.col("host")).alias("node"),
+                    F.col("t_ns").alias("start_ns"))
             .join(started, on=["run_id", "procedure_id"], how="inner")
             .join(ended, on=["run_id", "procedure_id"], how="left")
             .withColumn("step", F.row_number().over(w))
             .withColumn("end_ns", F.coalesce(F.lead("start_ns").over(w), F.col("_procedure_end_ns")))
             .withColumn("duration_s", (F.col("end_ns") - F.col("start_ns")) / 1e9)
-            .select("run_id", "procedure_id", "procedure", "step", "play", "start_ns", "end_ns", "duration_s", "ok"))
+            .select("run_id", "procedure_id", "procedure", "step", "play", "node", "start_ns", "end_ns", "duration_s", "ok"))
 
 
 def step_impact(steps: DataFrame, produce: DataFrame, unavailable: DataFrame, segments: DataFrame,

@@ -84,7 +84,7 @@ def _fault_windows(run: RunReport, origin: int) -> list[tuple[float, float, str]
             out.append(((e["at_ns"] - origin) / 1e9, (min(healed.get(e["fault_id"], end), end) - origin) / 1e9, label))
     for step in run.steps:  # each play of a procedure, on the same time axis as the traffic
         out.append(((step["start_ns"] - origin) / 1e9, (min(step["end_ns"] or end, end) - origin) / 1e9,
-                    f"{step['procedure']} {step['step']}: {step['play']}"))
+                    f"{step['procedure']} {step['step']}: {step['play']}" + (f" ({step['node']})" if step["node"] else "")))
     return out
 
 
@@ -142,10 +142,10 @@ def run_context(run: RunReport) -> dict[str, Any]:
         "unavailability": [[u["partition"], _num(_s(u["start_ns"], origin), 2), _num(_s(u["end_ns"], origin), 2),
                             _num(u["duration_s"], 2), _num(u["recovered"]), _num(u["leaderless"]),
                             _num(u["under_min_isr"]), _num(u["during_fault"])] for u in run.unavailability],
-        "steps": [[st["procedure"], st["step"], st["play"], _num(_s(st["start_ns"], origin), 1), _num(st["duration_s"], 1),
-                   _num(st["sent"]), _num(st["failed"]), _num(st["indeterminate"]), _num(st["latency_p99_ms"], 1),
-                   _num(st["steady_p99_ms"], 1), _num(st["unavailable_s"], 2), _num(st["unavailable_partitions"]),
-                   _num(st["leader_changes"])] for st in run.steps],
+        "steps": [[st["procedure"], st["step"], st["play"], st["node"] or "", _num(_s(st["start_ns"], origin), 1),
+                   _num(st["duration_s"], 1), _num(st["sent"]), _num(st["failed"]), _num(st["indeterminate"]),
+                   _num(st["latency_p99_ms"], 1), _num(st["steady_p99_ms"], 1), _num(st["unavailable_s"], 2),
+                   _num(st["unavailable_partitions"]), _num(st["leader_changes"])] for st in run.steps],
         "lost": [[m["status"], m["producer"], m["seq"], m["partition"], m["offset"]] for m in run.lost],
         "more_lost": s["lost"] + s["unseen"] - len(run.lost), "acked": s["acked"],
     }

@@ -1,6 +1,6 @@
 """What each step of a procedure cost, checked on the hand-built run (tests/analysis/ledgers.py)
-with a rolling restart in place of its fault: plays begin at 3.6, 4.0 and 7.0 s, the procedure
-ends at 8.5 s."""
+with a rolling restart in place of its fault: plays begin at 3.6, 4.0 (broker1), 5.5 (the same
+play again, for broker2) and 7.0 s, the procedure ends at 8.5 s."""
 
 from __future__ import annotations
 
@@ -13,12 +13,17 @@ from tests.analysis.ledgers import RUN, ns
 pytestmark = pytest.mark.spark
 
 PROCEDURE_EVENTS = [
-    (RUN, ns(0), "run-start", None, None, None, None, None, None, None, None, None),
-    (RUN, ns(3.5), "procedure-start", None, None, None, None, None, "procedure-0", "rolling-restart", None, None),
-    (RUN, ns(3.6), "procedure-play", None, None, None, None, None, "procedure-0", None, "Sort the nodes", None),
-    (RUN, ns(4.0), "procedure-play", None, None, None, None, None, "procedure-0", None, "Restart the brokers", None),
-    (RUN, ns(7.0), "procedure-play", None, None, None, None, None, "procedure-0", None, "Restart the controller", None),
-    (RUN, ns(8.5), "procedure-end", None, None, None, None, None, "procedure-0", None, None, True),
+    (RUN, ns(0), "run-start", None, None, None, None, None, None, None, None, None, None),
+    (RUN, ns(3.5), "procedure-start", None, None, None, None, None, "procedure-0", "rolling-restart", None, None, None),
+    (RUN, ns(3.6), "procedure-play", None, None, None, None, None, "procedure-0", None, "Sort the nodes", "broker0", None),
+    # A play with serial: 1 begins once per node: a step each, named by its node.
+    (RUN, ns(4.0), "procedure-play", None, None, None, None, None, "procedure-0", None, "Restart the brokers", "broker1",
+     None),
+    (RUN, ns(5.5), "procedure-play", None, None, None, None, None, "procedure-0", None, "Restart the brokers", "broker2",
+     None),
+    (RUN, ns(7.0), "procedure-play", None, None, None, None, None, "procedure-0", None, "Restart the controller", "broker0",
+     None),
+    (RUN, ns(8.5), "procedure-end", None, None, None, None, None, "procedure-0", None, None, None, True),
 ]
 
 
@@ -31,21 +36,22 @@ def analysis(spark):
 
 def test_each_play_is_a_step_with_what_it_cost(analysis):
     rows = [r.asDict() for r in analysis.steps.collect()]
-    # (step, play, seconds, sent, failed, unconfirmed, p99 ms, longest without acks s, partitions, leader changes)
-    assert [(r["step"], r["play"], r["sent"], r["failed"], r["indeterminate"], r["unavailable_partitions"],
+    # (step, play, node, sent, failed, unconfirmed, partitions without acks, leader changes)
+    assert [(r["step"], r["play"], r["node"], r["sent"], r["failed"], r["indeterminate"], r["unavailable_partitions"],
              r["leader_changes"]) for r in rows] == [
-        (1, "Sort the nodes", 0, 0, 0, 2, 0),           # both partitions already without acks (since 3.01 and 3.4 s)
-        (2, "Restart the brokers", 4, 2, 1, 2, 1),      # seqs 6-9 intended in it; partition 0 led by 2 from 6 s
-        (3, "Restart the controller", 1, 0, 0, 2, 0),   # seq 10 (8.0 s); 8.5 s is the procedure's end
+        (1, "Sort the nodes", None, 0, 0, 0, 2, 0),         # both partitions already without acks (since 3.01 and 3.4 s)
+        (2, "Restart the brokers", "broker1", 2, 1, 1, 2, 0),  # seqs 6 (failed) and 7 (timed out) intended in it
+        (3, "Restart the brokers", "broker2", 2, 1, 0, 2, 1),  # seqs 8 and 9; partition 0 led by 2 from 6 s
+        (4, "Restart the controller", None, 1, 0, 0, 2, 0),    # seq 10 (8.0 s); 8.5 s is the procedure's end
     ]
-    assert [r["duration_s"] for r in rows] == pytest.approx([0.4, 3.0, 1.5])
-    assert [r["unavailable_s"] for r in rows] == pytest.approx([0.4, 3.0, 1.01])  # p1 without acks until 8.01 s
-    assert [r["latency_p99_ms"] for r in rows] == [None, pytest.approx(1500.0), pytest.approx(10.0)]
+    assert [r["duration_s"] for r in rows] == pytest.approx([0.4, 1.5, 1.5, 1.5])
+    assert [r["unavailable_s"] for r in rows] == pytest.approx([0.4, 1.5, 1.5, 1.01])  # p1 without acks until 8.01 s
+    assert [r["latency_p99_ms"] for r in rows] == [None, None, pytest.approx(1500.0), pytest.approx(10.0)]
     # Steady: acked, intended between the warm-up's end (1 s) and the first play: 20, 30, 100, 10 and 50 ms.
-    assert [r["steady_p99_ms"] for r in rows] == pytest.approx([100.0] * 3)
+    assert [r["steady_p99_ms"] for r in rows] == pytest.approx([100.0] * 4)
     assert {(r["procedure"], r["ok"], r["procedure_id"]) for r in rows} == {("rolling-restart", True, "procedure-0")}
-    assert [r["start_ns"] for r in rows] == [ns(3.6), ns(4.0), ns(7.0)]
-    assert [r["end_ns"] for r in rows] == [ns(4.0), ns(7.0), ns(8.5)]
+    assert [r["start_ns"] for r in rows] == [ns(3.6), ns(4.0), ns(5.5), ns(7.0)]
+    assert [r["end_ns"] for r in rows] == [ns(4.0), ns(5.5), ns(7.0), ns(8.5)]
 
 
 def test_the_procedure_is_the_fault_window_of_the_run(analysis):

@@ -42,7 +42,8 @@ def run_procedure_scenario(path: Path, inventory_path: Path, runner: AnsibleRunn
     for step in analysed.steps:
         print(f"  {step['step']:>2} {step['duration_s']:6.1f} s  p99 {step['latency_p99_ms'] or 0:7.1f} ms "
               f"(steady {step['steady_p99_ms'] or 0:.1f})  without acks {step['unavailable_s']:.2f} s  "
-              f"elections {step['leader_changes']}  failed {step['failed']}  {step['play']}")
+              f"elections {step['leader_changes']}  failed {step['failed']}  {step['play']}"
+              + (f" ({step['node']})" if step["node"] else ""))
     assert s["lost"] == s["unseen"] == 0 and summary.acked_lost == 0
     assert all(step["ok"] for step in analysed.steps)
     return ProcedureRun(s, list(analysed.steps), report.html.read_text())

@@ -228,15 +228,17 @@ def test_ctrl_c_mid_fault_heals_it(tmp_path, monkeypatch):
 
 
 class FakePlaybooks:
-    """Reports the plays it is given as progress, then returns `ok`."""
+    """Reports the plays it is given as progress (a play, or (play, its hosts): a batch of a serial
+    play), then returns `ok`."""
 
     def __init__(self, plays, ok=True):
         self.plays, self.ok, self.calls = plays, ok, []
 
     def __call__(self, playbook, progress, extravars):
         self.calls.append((playbook, extravars))
-        for number, play in enumerate(self.plays, start=1):
-            for host in ("broker0", "broker1"):  # several hosts and tasks per play: one event per play begun
+        for number, entry in enumerate(self.plays, start=1):
+            play, hosts = entry if isinstance(entry, tuple) else (entry, ("broker0", "broker1"))
+            for host in hosts:  # several hosts and tasks per play: one event per play begun
                 progress(ProgressEvent(play, "a task", host, "ok", number))
         failures = [] if self.ok else [TaskFailure("broker1", "Restart the broker", "did not come back")]
         return PlaybookResult(playbook, 0 if self.ok else 2, "successful" if self.ok else "failed",
@@ -259,8 +261,8 @@ def procedure_controller(playbooks, procedure_docs):
 
 
 def test_a_procedure_runs_its_playbook_at_its_time_and_records_each_play():
-    # The roll is a play with `serial: 1`: it begins again for each broker, a step each.
-    playbooks = FakePlaybooks(["Validate", "Roll the brokers", "Roll the brokers", "Finalize"])
+    # The roll is a play with `serial: 1`: it begins again for each broker, a step each, with its node.
+    playbooks = FakePlaybooks(["Validate", ("Roll the brokers", ["broker1"]), ("Roll the brokers", ["broker2"]), "Finalize"])
     steps, events, spawned = procedure_controller(playbooks, [{"playbook": "migrate-to-kraft", "at_s": 5}])
     assert steps.start_due(START + int(6.9 * S)) is None, "a procedure starts at its time, not early"
     assert steps.start_due(START + 7 * S).action == "procedure"
@@ -271,6 +273,7 @@ def test_a_procedure_runs_its_playbook_at_its_time_and_records_each_play():
     assert events.named("procedure-start")[0]["scheduled_ns"] == START + 7 * S
     assert [e["play"] for e in events.named("procedure-play")] == ["Validate", "Roll the brokers", "Roll the brokers",
                                                                    "Finalize"]
+    assert [e["host"] for e in events.named("procedure-play")] == ["broker0", "broker1", "broker2", "broker0"]
     assert events.named("procedure-end")[0] | {"t_ns": 0} == {
         "event": "procedure-end", "procedure_id": "procedure-0", "ok": True, "elapsed_s": 42.0, "changed": 5,
         "failures": [], "t_ns": 0, "run_id": ""}
