@@ -46,7 +46,8 @@ bench-kraft: install
 ## The operations suite, each procedure under load on the cluster it needs (they share the broker
 ## ports, so one at a time): on the ZooKeeper cluster the rolling restart, the throttled
 ## reassignment and the broker replacement; the ZooKeeper -> KRaft migration on
-## inventories/local-migration; the 3.9 -> 4.3.1 upgrade on inventories/local-upgrade. ~20 min.
+## inventories/local-migration; the 3.9 -> 4.3.1 upgrade on inventories/local-upgrade, and the
+## 4.2.1 -> 4.3.1 upgrade (between 4.x releases) on inventories/local-upgrade-4x. ~25 min.
 OPERATIONS := benchmarks/suites/operations
 bench-operations: install
 	$(BIN)/kafka-bench cluster up --inventory $(INVENTORY)
@@ -60,6 +61,10 @@ bench-operations: install
 	$(BIN)/kafka-bench cluster up --inventory inventories/local-upgrade
 	$(BIN)/kafka-bench run $(OPERATIONS)/02-upgrade.yml --inventory inventories/local-upgrade
 	$(BIN)/kafka-bench cluster down --purge --inventory inventories/local-upgrade
+	$(BIN)/kafka-bench cluster down --purge --inventory inventories/local-upgrade-4x
+	$(BIN)/kafka-bench cluster up --inventory inventories/local-upgrade-4x
+	$(BIN)/kafka-bench run $(OPERATIONS)/02-upgrade.yml --inventory inventories/local-upgrade-4x
+	$(BIN)/kafka-bench cluster down --purge --inventory inventories/local-upgrade-4x
 
 ## Load generator vs Kafka's producer-perf-test, ledger on vs off, open-loop accuracy, and the
 ## C reference loop (benchmarks/perf/native/sendloop.c) beside it.

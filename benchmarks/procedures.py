@@ -105,7 +105,8 @@ class Upgrade(ProcedureSpec):
                                          "inventory runs: upgrade.yml does not downgrade"))
         elif self.to_version == cluster.kafka_version:
             errors.append(("to_version", f"this inventory runs Kafka {self.to_version} already: nothing to upgrade "
-                                         "(inventories/local-upgrade deploys 3.9.2 in KRaft mode)"))
+                                         "(inventories/local-upgrade deploys 3.9.2 in KRaft mode, "
+                                         "inventories/local-upgrade-4x 4.2.1)"))
         return errors
 
 
