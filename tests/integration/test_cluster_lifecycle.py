@@ -11,6 +11,9 @@ import signal
 import subprocess
 
 import pytest
+import yaml
+from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka.admin import AdminClient
 
 from benchmarks import cluster, faults, smoke, topics
 from tests.conftest import (
@@ -149,6 +152,48 @@ def test_cluster_up_via_cli_reports_healthy(deployed_cluster):
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "site.yml: successful" in proc.stderr
     assert "healthy: 3 brokers" in proc.stdout
+
+
+def test_a_broker_replaced_by_a_new_host_with_a_new_id_hands_it_every_replica(deployed_cluster, runner, tmp_path):
+    """The inventory gains broker3 (the new machine, id 3, port 9095); replace-broker.yml deploys it,
+    moves every replica of broker 2 onto it (2's place in each replica list, so the preferred
+    leadership too), stops broker 2 and elects the preferred leaders; no message is lost, and a
+    second run changes nothing."""
+    bootstrap = deployed_cluster.bootstrap_servers
+
+    def messages() -> int:
+        consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "replace-check"})
+        try:
+            return sum(high - low for low, high in (consumer.get_watermark_offsets(TopicPartition("purchases", p), timeout=30)
+                                                     for p in range(3)))
+        finally:
+            consumer.close()
+
+    before = {p.partition: p.replicas for p in cluster.describe(deployed_cluster).topic("purchases")}
+    assert all(2 in replicas for replicas in before.values())
+    written = messages()
+    inventory = tmp_path / "with-broker3"
+    inventory.mkdir()
+    (inventory / "group_vars").symlink_to(LOCAL_INVENTORY / "group_vars")
+    hosts = yaml.safe_load((LOCAL_INVENTORY / "hosts.yml").read_text())
+    hosts["all"]["children"]["kafka"]["hosts"]["broker3"] = {"kafka_port": 9095}
+    (inventory / "hosts.yml").write_text(yaml.safe_dump(hosts))
+    extravars = {"kafka_bench_state_dir": str(ROOT / ".state" / "local"), "replace_broker_id": 2,
+                 "replace_new_broker_id": 3}
+    try:
+        assert_ok(runner.run("replace-broker.yml", inventory, extravars=extravars))
+        metadata = AdminClient({"bootstrap.servers": bootstrap}).list_topics(timeout=30)
+        assert sorted(metadata.brokers) == [0, 1, 3]
+        for number, partition in sorted(metadata.topics["purchases"].partitions.items()):
+            assert partition.replicas == [3 if b == 2 else b for b in before[number]], (number, partition.replicas)
+            assert partition.leader == partition.replicas[0], "the preferred leaders were elected"
+        assert not any(2 in p.replicas for p in metadata.topics["__consumer_offsets"].partitions.values())
+        assert subprocess.run([deployed_cluster.broker(2).ctl, "status"]).returncode == 3, "broker 2 is stopped"
+        assert messages() == written
+        again = assert_ok(runner.run("replace-broker.yml", inventory, extravars=extravars))
+        assert again.count("changed") == 0, again.stats
+    finally:
+        runner.run("teardown.yml", inventory, extravars=extravars, limit="broker3")
 
 
 def test_teardown_leaves_no_process_no_port_no_state(deployed_cluster, runner):
