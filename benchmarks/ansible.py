@@ -55,6 +55,7 @@ class ProgressEvent:
     host: str
     status: str  # started | ok | changed | failed | skipped | unreachable
     play_number: int = 0  # plays begun so far: each batch of a play with `serial` begins it again
+    play_id: str = ""  # the play's own id, the same for each of its batches (two plays of one name differ)
 
 
 ProgressCallback = Callable[[ProgressEvent], None]
@@ -113,13 +114,15 @@ class AnsibleRunner:
         private_data_dir = self._private_data_dir(playbook)
         failures: list[TaskFailure] = []
         outputs: list[tuple[str, str]] = []
-        state: dict[str, Any] = {"play": "", "task": "", "plays": 0}
+        state: dict[str, Any] = {"play": "", "task": "", "plays": 0, "play_id": ""}
 
         def on_event(event: Mapping[str, Any]) -> bool:
             name = event.get("event", "")
             data = event.get("event_data", {}) or {}
             if name == "playbook_on_play_start":
                 state["play"], state["plays"] = data.get("play", ""), state["plays"] + 1
+                # Ansible names a serial play's later batches <uuid>_2, <uuid>_3, ...
+                state["play_id"] = str(data.get("play_uuid", "")).split("_")[0]
             elif name == "playbook_on_task_start":
                 state["task"] = data.get("task", "")
             elif name.startswith("runner_on_") or name.startswith("runner_item_on_"):
@@ -138,7 +141,8 @@ class AnsibleRunner:
                     "runner_on_start": "started",
                 }.get(name)
                 if progress and status:
-                    progress(ProgressEvent(state["play"], data.get("task", state["task"]), host, status, state["plays"]))
+                    progress(ProgressEvent(state["play"], data.get("task", state["task"]), host, status, state["plays"],
+                                           state["play_id"]))
             return True
 
         cmdline = []

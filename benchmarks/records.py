@@ -220,6 +220,7 @@ class ProcedurePlay(Event):
     procedure_id: str
     play: str
     host: str = ""  # the host of the play's first task: for a batch of a play with `serial: 1`, its node
+    play_id: str = ""  # the play's id: the batches of a play with `serial` share it, two plays of one name do not
 
 
 class ProcedureEnd(Event):

@@ -193,7 +193,8 @@ class Controller:
             if event.play and (not begun or begun[-1] != event.play_number):
                 begun.append(event.play_number)
                 self.playing[procedure_id] = f"{procedure.name}: {event.play}"
-                self.events.write(records.ProcedurePlay(procedure_id=procedure_id, play=event.play, host=event.host))
+                self.events.write(records.ProcedurePlay(procedure_id=procedure_id, play=event.play, host=event.host,
+                                                          play_id=event.play_id))
 
         try:
             result = self.run_playbook(procedure.playbook_file, progress, extravars)

@@ -23,15 +23,17 @@ STEP_COLUMNS = ["run_id", "procedure_id", "procedure", "step", "play", "node", "
 
 def procedure_steps(events: DataFrame) -> DataFrame:
     """Per (run_id, procedure_id, step): the procedure's name, the play, its node (a play that
-    began more than once, a batch of `serial: 1` each: the host of each; else null), when it began
-    and ended, and whether the procedure as a whole succeeded (null: it had not ended when the run did)."""
+    began more than once, a batch of `serial: 1` each: the host of each; else null; a play is known
+    by its id, so two plays of one name are not batches), when it began and ended, and whether the
+    procedure as a whole succeeded (null: it had not ended when the run did)."""
     events = schemas.check(events, schemas.EVENTS, "events")
     started = (events.filter(F.col("event") == records.PROCEDURE_START)
                .select("run_id", "procedure_id", "procedure", F.col("t_ns").alias("_procedure_start_ns")))
     ended = (events.filter(F.col("event") == records.PROCEDURE_END)
              .select("run_id", "procedure_id", F.col("t_ns").alias("_procedure_end_ns"), "ok"))
     w = Window.partitionBy("run_id", "procedure_id").orderBy("start_ns")
-    batches = F.count("*").over(Window.partitionBy("run_id", "procedure_id", "play"))
+    play = F.coalesce(F.when(F.col("play_id") != "", F.col("play_id")), F.col("play"))  # older runs: no play id
+    batches = F.count("*").over(Window.partitionBy("run_id", "procedure_id", play))
     return (events.filter(F.col("event") == records.PROCEDURE_PLAY)
             .select("run_id", "procedure_id", "play", F.when(batches > 1, F.col("host")).alias("node"),
                     F.col("t_ns").alias("start_ns"))

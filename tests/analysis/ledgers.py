@@ -82,10 +82,10 @@ def frames(spark):
                                    [{"kind": "broker-kill", "target": "leader of 0", "at_s": 3.0, "heal_at_s": None}],
                                    ns(0), ns(1), 10.0, ns(10), True, [])], schemas.RUNS)
     events = spark.createDataFrame([
-        (RUN, ns(0), "run-start", None, None, None, None, None, None, None, None, None, None),
-        (RUN, ns(3.9), "fault-intent", "f1", "broker-kill", 1, "leader of 0", None, None, None, None, None, None),
-        (RUN, ns(4.2), "fault-injected", "f1", None, None, None, ns(4), None, None, None, None, None),
-        (RUN, ns(7.1), "fault-healed", "f1", None, None, None, ns(7), None, None, None, None, None),
+        (RUN, ns(0), "run-start", None, None, None, None, None, None, None, None, None, None, None),
+        (RUN, ns(3.9), "fault-intent", "f1", "broker-kill", 1, "leader of 0", None, None, None, None, None, None, None),
+        (RUN, ns(4.2), "fault-injected", "f1", None, None, None, ns(4), None, None, None, None, None, None),
+        (RUN, ns(7.1), "fault-healed", "f1", None, None, None, ns(7), None, None, None, None, None, None),
     ], schemas.EVENTS)
     produce = spark.createDataFrame(
         [(RUN, p, s, -1, ns(i), ns(se), ns(a), o, part, off, e, CAUSES.get((p, s)))

@@ -1,6 +1,6 @@
 """What each step of a procedure cost, checked on the hand-built run (tests/analysis/ledgers.py)
 with a rolling restart in place of its fault: plays begin at 3.6, 4.0 (broker1), 5.5 (the same
-play again, for broker2) and 7.0 s, the procedure ends at 8.5 s."""
+play again, for broker2) and 7.0 s (another play of that name), the procedure ends at 8.5 s."""
 
 from __future__ import annotations
 
@@ -13,17 +13,20 @@ from tests.analysis.ledgers import RUN, ns
 pytestmark = pytest.mark.spark
 
 PROCEDURE_EVENTS = [
-    (RUN, ns(0), "run-start", None, None, None, None, None, None, None, None, None, None),
-    (RUN, ns(3.5), "procedure-start", None, None, None, None, None, "procedure-0", "rolling-restart", None, None, None),
-    (RUN, ns(3.6), "procedure-play", None, None, None, None, None, "procedure-0", None, "Sort the nodes", "broker0", None),
-    # A play with serial: 1 begins once per node: a step each, named by its node.
+    (RUN, ns(0), "run-start", None, None, None, None, None, None, None, None, None, None, None),
+    (RUN, ns(3.5), "procedure-start", None, None, None, None, None, "procedure-0", "rolling-restart", None, None, None,
+     None),
+    (RUN, ns(3.6), "procedure-play", None, None, None, None, None, "procedure-0", None, "Sort the nodes", "broker0", "p1",
+     None),
+    # A play with serial: 1 begins once per node (its batches share the play's id): a step each, named by its node.
     (RUN, ns(4.0), "procedure-play", None, None, None, None, None, "procedure-0", None, "Restart the brokers", "broker1",
-     None),
+     "p2", None),
     (RUN, ns(5.5), "procedure-play", None, None, None, None, None, "procedure-0", None, "Restart the brokers", "broker2",
-     None),
-    (RUN, ns(7.0), "procedure-play", None, None, None, None, None, "procedure-0", None, "Restart the controller", "broker0",
-     None),
-    (RUN, ns(8.5), "procedure-end", None, None, None, None, None, "procedure-0", None, None, None, True),
+     "p2", None),
+    # Another play of the same name (a second phase's roll) is no batch of the first: no node.
+    (RUN, ns(7.0), "procedure-play", None, None, None, None, None, "procedure-0", None, "Restart the brokers", "broker0",
+     "p3", None),
+    (RUN, ns(8.5), "procedure-end", None, None, None, None, None, "procedure-0", None, None, None, None, True),
 ]
 
 
@@ -42,7 +45,7 @@ def test_each_play_is_a_step_with_what_it_cost(analysis):
         (1, "Sort the nodes", None, 0, 0, 0, 2, 0),         # both partitions already without acks (since 3.01 and 3.4 s)
         (2, "Restart the brokers", "broker1", 2, 1, 1, 2, 0),  # seqs 6 (failed) and 7 (timed out) intended in it
         (3, "Restart the brokers", "broker2", 2, 1, 0, 2, 1),  # seqs 8 and 9; partition 0 led by 2 from 6 s
-        (4, "Restart the controller", None, 1, 0, 0, 2, 0),    # seq 10 (8.0 s); 8.5 s is the procedure's end
+        (4, "Restart the brokers", None, 1, 0, 0, 2, 0),       # seq 10 (8.0 s); 8.5 s is the procedure's end
     ]
     assert [r["duration_s"] for r in rows] == pytest.approx([0.4, 1.5, 1.5, 1.5])
     assert [r["unavailable_s"] for r in rows] == pytest.approx([0.4, 1.5, 1.5, 1.01])  # p1 without acks until 8.01 s

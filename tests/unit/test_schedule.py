@@ -239,7 +239,7 @@ class FakePlaybooks:
         for number, entry in enumerate(self.plays, start=1):
             play, hosts = entry if isinstance(entry, tuple) else (entry, ("broker0", "broker1"))
             for host in hosts:  # several hosts and tasks per play: one event per play begun
-                progress(ProgressEvent(play, "a task", host, "ok", number))
+                progress(ProgressEvent(play, "a task", host, "ok", number, play_id=f"id-{play}"))
         failures = [] if self.ok else [TaskFailure("broker1", "Restart the broker", "did not come back")]
         return PlaybookResult(playbook, 0 if self.ok else 2, "successful" if self.ok else "failed",
                               {"changed": {"broker0": 3, "broker1": 2}}, failures, 42.0)
@@ -274,6 +274,8 @@ def test_a_procedure_runs_its_playbook_at_its_time_and_records_each_play():
     assert [e["play"] for e in events.named("procedure-play")] == ["Validate", "Roll the brokers", "Roll the brokers",
                                                                    "Finalize"]
     assert [e["host"] for e in events.named("procedure-play")] == ["broker0", "broker1", "broker2", "broker0"]
+    assert [e["play_id"] for e in events.named("procedure-play")] == ["id-Validate", "id-Roll the brokers",
+                                                                      "id-Roll the brokers", "id-Finalize"]
     assert events.named("procedure-end")[0] | {"t_ns": 0} == {
         "event": "procedure-end", "procedure_id": "procedure-0", "ok": True, "elapsed_s": 42.0, "changed": 5,
         "failures": [], "t_ns": 0, "run_id": ""}
