@@ -87,6 +87,8 @@ class RunSummary(Record):
     valid: bool
     invalid_reasons: list[str]
     live_counters: LiveCounters
+    trial: int = 1                      # which of the configuration's trials this run is (1-based)
+    trials: int = 1                     # how many trials of its configuration the scenario asked for
 
 
 # ---------------------------------------------------------------- events.jsonl
@@ -108,6 +110,8 @@ class RunStart(Event):
     warmup_s: float
     duration_s: float
     inventory: str
+    trial: int = 1
+    trials: int = 1
 
 
 class HealBeforeRun(Event):

@@ -169,6 +169,7 @@ class Run:
     warm_p50_ms: float | None = None
     eligible_leader_replicas: bool | None = None  # as the brokers reported it before the load
     offsets: dict[str, clocks.Offset] = dataclasses.field(default_factory=dict)  # host clocks against ours
+    trial: int = 1
 
     @property
     def bootstrap(self) -> str:
@@ -185,11 +186,15 @@ class Run:
 
 def execute(scenario: Scenario, inventory: ClusterInventory, inventory_path: Path, runner: PlaybookRunner,
             results_root: Path, quick: bool = False, ledger_enabled: bool = True, seed: int | None = None,
-            progress: Callable[[Snapshot], None] | None = None) -> records.RunSummary:
+            progress: Callable[[Snapshot], None] | None = None, trial: int = 1) -> records.RunSummary:
     """Heal, wait for a recovered cluster, create the topic, warm up, drive the load with the
-    steps on schedule, heal, read everything back, and write summary.json."""
+    steps on schedule, heal, read everything back, and write summary.json. `trial`: which of
+    the scenario's `trials` this run is (each on a topic of its own)."""
+    if not 1 <= trial <= scenario.trials:
+        raise ValueError(f"trial {trial} is not one of the scenario's 1 to {scenario.trials}")
     run_id = f"{time.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:6]}"
-    run_dir = Path(results_root) / f"{run_id}-{scenario.name}"
+    numbered = f"-trial{trial:03d}" if scenario.trials > 1 else ""
+    run_dir = Path(results_root) / f"{run_id}-{scenario.name}{numbered}"
     run_dir.mkdir(parents=True, exist_ok=False)  # a run never overwrites another
     (run_dir / "scenario.yaml").write_text(yaml.safe_dump(scenario.model_dump(mode="json"), sort_keys=False))
     seed = seed if seed is not None else random.SystemRandom().randrange(2**31)
@@ -199,9 +204,10 @@ def execute(scenario: Scenario, inventory: ClusterInventory, inventory_path: Pat
         runner = AnsibleRunner(artifact_root=run_dir / "ansible", verbosity=runner.verbosity)
     run = Run(scenario, inventory, inventory_path, runner, run_id, run_dir, topic, EventLog(run_dir / "events.jsonl", run_id),
               random.Random(seed), warmup_s, duration_s, factor, progress,
-              LoadProcesses(scenario, run_id, inventory.bootstrap_servers, topic, run_dir, ledger_enabled))
+              LoadProcesses(scenario, run_id, inventory.bootstrap_servers, topic, run_dir, ledger_enabled), trial=trial)
     run.events.write(records.RunStart(scenario=scenario.name, topic=topic, seed=seed, quick=quick, warmup_s=warmup_s,
-                                      duration_s=duration_s, inventory=str(inventory_path)))
+                                      duration_s=duration_s, inventory=str(inventory_path), trial=trial,
+                                      trials=scenario.trials))
     timeline = None
     try:
         _prepare(run)
@@ -381,6 +387,7 @@ def _summarize(run: Run) -> records.RunSummary:
         throughput_msgs_s=verdict.acked / ((end_ns - start_ns) / 1e9),
         faults=fault_log, valid=not run.invalid, invalid_reasons=run.invalid,
         live_counters=records.LiveCounters(sent=sent, acked=acked_live, failed=failed, indeterminate=indeterminate),
+        trial=run.trial, trials=s.trials,
     )
     (run_dir / "summary.json").write_text(summary.model_dump_json(indent=2))
     return summary

@@ -23,6 +23,7 @@ from benchmarks.procedures import NAMES as PROCEDURES
 from benchmarks.procedures import Procedure
 
 NAME = r"^[a-z0-9][a-z0-9._-]*$"
+MAX_TRIALS = 1000
 
 
 class ScenarioError(ValueError):
@@ -104,6 +105,9 @@ class Scenario(Strict):
     # Whether --quick may shorten this scenario; false where the faults need real time (a killed
     # broker's ZooKeeper session must expire before it can come back, 18 s by default).
     quick: bool = True
+    # Each run (each point of a sweep) is repeated this many times, each trial on a fresh topic: the
+    # report gives per configuration the trials that lost an acknowledged write, with a 95% interval.
+    trials: Annotated[int, Field(ge=1, le=MAX_TRIALS)] = 1
 
     @model_validator(mode="after")
     def _coherent(self) -> Scenario:

@@ -60,7 +60,8 @@ def summary_table(summaries: list[runner_lib.RunSummary], skipped: list[scenario
                 "acked/s", "faults", "valid"):
         table.add_column(col, justify="right" if col not in ("scenario", "faults") else "left")
     for s in summaries:
-        table.add_row(s.scenario, s.acks, str(s.replication_factor), str(s.min_insync_replicas), str(s.sent),
+        name = s.scenario + (f" trial {s.trial}/{s.trials}" if s.trials > 1 else "")
+        table.add_row(name, s.acks, str(s.replication_factor), str(s.min_insync_replicas), str(s.sent),
                       str(s.acked), str(s.failed), str(s.indeterminate),
                       f"[red]{s.acked_lost}[/]" if s.acked_lost else "0", f"{s.throughput_msgs_s:,.0f}",
                       "; ".join(f"{f.kind} ({f.target})" for f in s.faults) or "-",
@@ -89,14 +90,18 @@ def scenario_files(name: str) -> list[Path]:
 @click.argument("suite_or_file")
 @inventory_option
 @click.option("--quick", is_flag=True, help=f"Shorten every run to at most {runner_lib.QUICK_SECONDS:.0f} s of load.")
-@click.option("--seed", type=int, default=None, help="Seed of random fault targets (recorded either way).")
+@click.option("--seed", type=int, default=None,
+              help="Seed of random fault targets (recorded either way); trial N of a run uses SEED+N-1.")
+@click.option("--trials", type=click.IntRange(1, scenario_lib.MAX_TRIALS), default=None,
+              help="Repeat every run (every sweep point) this many times, each on a fresh topic; "
+                   "overrides the scenarios' own `trials`.")
 @click.option("--results", type=click.Path(path_type=Path), default=RESULTS, show_default=True,
               help="Directory that receives a directory per invocation, holding one directory per run.")
 @click.option("--no-ledger", is_flag=True, help="Do not write the per-message ledger (for overhead measurements).")
 @click.option("--no-report", is_flag=True, help="Do not analyse the runs with Spark at the end.")
 @click.pass_context
 def run(ctx: click.Context, suite_or_file: str, inventory_path: Path, quick: bool, seed: int | None,
-        results: Path, no_ledger: bool, no_report: bool) -> None:
+        trials: int | None, results: Path, no_ledger: bool, no_report: bool) -> None:
     """Run a built-in suite (seeds, durability) or a scenario file: load, faults, ledger,
     timeline for every run of its sweep; then a summary per run, and the analysis of them all
     (report.html, summary.csv) in the directory of this invocation. Every file is validated
@@ -114,22 +119,26 @@ def run(ctx: click.Context, suite_or_file: str, inventory_path: Path, quick: boo
     except scenario_lib.ScenarioError as exc:
         console.print(f"[red]error:[/] {exc}")
         raise click.exceptions.Exit(ExitCode.INVALID_INPUT) from exc
-    todo = [r.scenario for r in runs if r.scenario is not None]
+    scenarios = [r.scenario if trials is None else r.scenario.model_copy(update={"trials": trials})
+                 for r in runs if r.scenario is not None]
+    todo = [(scenario, trial) for scenario in scenarios for trial in range(1, scenario.trials + 1)]
     skipped = [r for r in runs if not r.scenario]
     for r in skipped:
         console.print(f"skipping sweep point {r.point}: {r.skipped}" if r.point else f"skipping {r.skipped}")
     sweep_dir = results / f"{time.strftime('%Y%m%dT%H%M%S')}-{Path(suite_or_file).stem}"
     summaries = []
     with Live(console=console, refresh_per_second=4, transient=not console.is_terminal) as live:
-        for number, scenario in enumerate(todo, 1):
-            label = f"[{number}/{len(todo)}] {scenario.name}"
+        for number, (scenario, trial) in enumerate(todo, 1):
+            label = f"[{number}/{len(todo)}] {scenario.name}" + (f" trial {trial}/{scenario.trials}"
+                                                                 if scenario.trials > 1 else "")
             shown = ProgressLines(console.is_terminal, live.update, console.print)
 
             def show(snap: runner_lib.Snapshot, label: str = label, shown: ProgressLines = shown) -> None:
                 shown(_progress_line(snap, label), snap.phase)
 
+            trial_seed = None if seed is None else seed + trial - 1  # each trial its own random targets
             summary = runner_lib.execute(scenario, inv, inventory_path, playbook_runner(ctx), sweep_dir, quick=quick,
-                                         ledger_enabled=not no_ledger, seed=seed, progress=show)
+                                         ledger_enabled=not no_ledger, seed=trial_seed, progress=show, trial=trial)
             summaries.append(summary)
             console.print(f"{label}: done, {summary.run_dir}")
     stdout.print(summary_table(summaries, skipped))

@@ -32,11 +32,21 @@ class RunReport:
 
 
 @dataclasses.dataclass
+class TrialsReport:
+    """A configuration's trials summed up (analysis/trials.py), and their verdict."""
+
+    figures: dict[str, Any]
+    verdict: str = ""
+    severity: str = "good"
+
+
+@dataclasses.dataclass
 class ReportData:
     source: str
     runs: list[RunReport]
     lost_all: list[dict[str, Any]]
     steps_all: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+    trials: list[TrialsReport] = dataclasses.field(default_factory=list)
 
 
 def _rows(df) -> list[dict[str, Any]]:
@@ -75,4 +85,5 @@ def collect(analysis: Analysis, events_rows: list[dict[str, Any]], source: str) 
             fault_events=fault_events.get(rid, []), lost=lost.get(rid, [])[:LOST_IDS_SHOWN],
             steps=sorted(grouped["steps"].get(rid, []), key=lambda r: (r["procedure_id"], r["step"]))))
     steps_all = [step for run in runs for step in run.steps]
-    return ReportData(source=source, runs=runs, lost_all=lost_all, steps_all=steps_all)
+    return ReportData(source=source, runs=runs, lost_all=lost_all, steps_all=steps_all,
+                      trials=[TrialsReport(row) for row in _rows(analysis.trials)])

@@ -52,7 +52,8 @@ LEADER_FROM = {"isr": "the ISR", "elr": "the ELR", "unclean": "unclean election"
 
 def figures(s: dict[str, Any]) -> list[tuple[str, Any]]:
     """A run's row of the comparison table: (column, cell)."""
-    cells = [Markup('<a href="#{}">{}</a>').format(s["run_id"], s["scenario"]), s["acks"], s["replication_factor"],
+    name = s["scenario"] + (f" trial {s['trial']}" if (s.get("trials") or 0) > 1 else "")
+    cells = [Markup('<a href="#{}">{}</a>').format(s["run_id"], name), s["acks"], s["replication_factor"],
              s["min_insync_replicas"], _num(s["unclean_leader_election"]), _num(s.get("eligible_leader_replicas")),
              Markup('<span class="small">{}</span>').format(s["fault"]),
              _num(s["sent"]), _num(s["acked"]), _num(s["failed"]), _num(s["indeterminate"]),
@@ -151,6 +152,33 @@ def run_context(run: RunReport) -> dict[str, Any]:
     }
 
 
+TRIALS = ("configuration", "settings", "fault", "trials", "lost in", "95% interval", "lost a trial (median / max)",
+          "no-ack s (median / p90 / max)", "new leader s (median / p90 / max)", "faults")
+
+
+def _three(t: dict[str, Any], name: str) -> str:
+    return " / ".join(_num(t[f"{name}_{which}_s"], 1) for which in ("median", "p90", "max"))
+
+
+def trials_rows(data: ReportData) -> list[dict[str, Any]]:
+    """The trials table (a row per configuration, with its verdict), when any configuration ran
+    more than once; else empty (the comparison table says it all)."""
+    if all(t.figures["trials"] + t.figures["trials_invalid"] <= 1 for t in data.trials):
+        return []
+    rows = []
+    for t in data.trials:
+        f = t.figures
+        where = " · ".join(str(x) for x in (f["metadata_mode"], f["kafka_version"]) if x)
+        rows.append({"severity": t.severity, "verdict": t.verdict, "cells": [
+            f["scenario"] + (f" ({where})" if where else ""), _settings({**f, "eligible_leader_replicas": None}),
+            f["fault"], _num(f["trials"]) + (f" (+{f['trials_invalid']} invalid)" if f["trials_invalid"] else ""),
+            _num(f["trials_with_loss"]),
+            "–" if f["loss_ci_low"] is None else f"{f['loss_ci_low']:.1%} – {f['loss_ci_high']:.1%}",
+            f"{_num(f['lost_median'])} / {_num(f['lost_max'])}", _three(f, "unavailable"), _three(f, "new_leader"),
+            _num(f["faults_injected"])]})
+    return rows
+
+
 def page(data: ReportData) -> str:
     generated = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     lost = sum(r.summary["lost"] + r.summary["unseen"] for r in data.runs)
@@ -158,4 +186,5 @@ def page(data: ReportData) -> str:
                 + ("" if lost else " — no run lost an acknowledged write"))
     return _TEMPLATES.get_template("report.html.j2").render(
         source=data.source, generated=generated, headline=headline, comparison_headers=COMPARISON,
-        loss_bars=Markup(loss_bars(data)), runs=[run_context(r) for r in data.runs], lost_ids_shown=LOST_IDS_SHOWN)
+        loss_bars=Markup(loss_bars(data)), runs=[run_context(r) for r in data.runs], lost_ids_shown=LOST_IDS_SHOWN,
+        trials_headers=TRIALS, trials=trials_rows(data))

@@ -1,6 +1,7 @@
 """The report of a run or sweep directory, end to end: Spark session, inputs, analysis,
-verdicts, then report.html, summary.csv, summary.parquet, lost-messages.csv and, for runs with
-operational procedures, procedure-steps.csv."""
+verdicts, then report.html, summary.csv (a row per run), trials.csv (a row per configuration:
+its trials summed up), summary.parquet, lost-messages.csv and, for runs with operational
+procedures, procedure-steps.csv."""
 
 from __future__ import annotations
 
@@ -13,13 +14,13 @@ from urllib.parse import urlparse
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from benchmarks.analysis import inputs, metrics
+from benchmarks.analysis import inputs, metrics, trials
 from benchmarks.analysis.session import spark_session
 from benchmarks.report import html
 from benchmarks.report.collect import ReportData, collect
-from benchmarks.report.verdict import verdict
+from benchmarks.report.verdict import trials_verdict, verdict
 
-SUMMARY_COLUMNS = (*metrics.SUMMARY_COLUMNS, "verdict")
+SUMMARY_COLUMNS = (*metrics.RUN_COLUMNS, "verdict")
 
 
 @dataclasses.dataclass
@@ -41,7 +42,7 @@ def local_directory(root: str) -> Path | None:
 
 def summary_rows(data: ReportData) -> list[dict]:
     """One flat row per run (lists as "; "-separated text, so CSV and Parquet hold the same)."""
-    rows = [{**{c: r.summary[c] for c in metrics.SUMMARY_COLUMNS}, "verdict": r.verdict} for r in data.runs]
+    rows = [{**{c: r.summary[c] for c in metrics.RUN_COLUMNS}, "verdict": r.verdict} for r in data.runs]
     for row in rows:
         row["invalid_reasons"] = "; ".join(row["invalid_reasons"] or [])
         row["fault_schedule"] = json.dumps(row["fault_schedule"] or [])
@@ -49,28 +50,28 @@ def summary_rows(data: ReportData) -> list[dict]:
     return rows
 
 
+def _write_csv(path: Path, columns: tuple[str, ...], rows: list[dict]) -> None:
+    with open(path, "w", newline="", encoding="utf-8") as handle:
+        writer = csv.DictWriter(handle, fieldnames=columns)
+        writer.writeheader()
+        writer.writerows(rows)
+
+
 def write(data: ReportData, out_dir: Path) -> Report:
     out_dir.mkdir(parents=True, exist_ok=True)
     rows = summary_rows(data)
     csv_path = out_dir / "summary.csv"
-    with open(csv_path, "w", newline="", encoding="utf-8") as handle:
-        writer = csv.DictWriter(handle, fieldnames=SUMMARY_COLUMNS)
-        writer.writeheader()
-        writer.writerows(rows)
+    _write_csv(csv_path, SUMMARY_COLUMNS, rows)
+    _write_csv(out_dir / "trials.csv", (*trials.TRIALS_COLUMNS, "verdict"),
+               [{**t.figures, "verdict": t.verdict} for t in data.trials])
     parquet_path = out_dir / "summary.parquet"
     pq.write_table(pa.Table.from_pylist(rows), parquet_path)
     lost_path = None
     if data.lost_all:
         lost_path = out_dir / "lost-messages.csv"
-        with open(lost_path, "w", newline="", encoding="utf-8") as handle:
-            writer = csv.DictWriter(handle, fieldnames=list(data.lost_all[0]))
-            writer.writeheader()
-            writer.writerows(data.lost_all)
+        _write_csv(lost_path, tuple(data.lost_all[0]), data.lost_all)
     if data.steps_all:
-        with open(out_dir / "procedure-steps.csv", "w", newline="", encoding="utf-8") as handle:
-            writer = csv.DictWriter(handle, fieldnames=list(data.steps_all[0]))
-            writer.writeheader()
-            writer.writerows(data.steps_all)
+        _write_csv(out_dir / "procedure-steps.csv", tuple(data.steps_all[0]), data.steps_all)
     html_path = out_dir / "report.html"
     tmp = html_path.with_suffix(".html.tmp")
     tmp.write_text(html.page(data), encoding="utf-8")
@@ -95,4 +96,6 @@ def build(root: str, out_dir: Path | None = None, master: str = "local[*]", conf
     peers = [r.summary for r in data.runs]
     for run in data.runs:
         run.verdict, run.severity = verdict(run.summary, peers)
+    for configuration in data.trials:
+        configuration.verdict, configuration.severity = trials_verdict(configuration.figures)
     return write(data, Path(out_dir))

@@ -118,3 +118,35 @@ def _elr_explained(row: dict[str, Any]) -> list[str]:
         said.append(f"the ISR stayed below min ISR {row['min_insync_replicas']} for {under:.1f} s with ELR off: "
                     "replicas that left it could only come back as leaders through an unclean election")
     return said
+
+
+def _spread(t: dict[str, Any], name: str) -> str:
+    return (f"median {t[f'{name}_median_s']:.1f} s, p90 {t[f'{name}_p90_s']:.1f} s, "
+            f"max {t[f'{name}_max_s']:.1f} s")
+
+
+def trials_verdict(t: dict[str, Any]) -> tuple[str, str]:
+    """(verdict, severity) of a configuration's trials (a row of analysis/trials.py): phrased
+    over the trials, with the 95% interval of the share that lost; bad when any trial lost an
+    acknowledged write, warn when invalid trials were left out or none was valid."""
+    n, lost, invalid = t["trials"], t["trials_with_loss"], t["trials_invalid"]
+    if not n:
+        return f"no valid trial ({_plural(invalid, 'invalid trial')})", "warn"
+    if lost:
+        parts = [f"lost acknowledged writes in {lost} of {_plural(n, 'trial')} (median {t['lost_median']:,.0f}, "
+                 f"max {t['lost_max']:,} a trial; 95% interval of the share that loses: "
+                 f"{t['loss_ci_low']:.0%} to {t['loss_ci_high']:.0%})"]
+    else:
+        parts = [f"0 of {_plural(n, 'trial')} lost an acknowledged write (chance that a trial loses: below "
+                 f"{t['loss_ci_high']:.1%} at 95% confidence)"]
+    if t["faults_injected"]:
+        parts.append(f"{_plural(t['faults_injected'], 'fault')} injected")
+    if t["unavailable_max_s"]:
+        parts.append(f"worst partition without acks: {_spread(t, 'unavailable')}")
+    if t["new_leader_max_s"] is not None:
+        parts.append(f"new leader after {_spread(t, 'new_leader')}")
+    if t["duplicates"]:
+        parts.append(_plural(t["duplicates"], "duplicate"))
+    if invalid:
+        parts.append(f"{_plural(invalid, 'invalid trial')} left out")
+    return "; ".join(parts), "bad" if lost else "warn" if invalid else "good"

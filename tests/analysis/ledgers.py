@@ -80,7 +80,7 @@ def frames(spark):
                                    100,
                                    "broker-kill (leader of 0) at 3 s",
                                    [{"kind": "broker-kill", "target": "leader of 0", "at_s": 3.0, "heal_at_s": None}],
-                                   ns(0), ns(1), 10.0, ns(10), True, [])], schemas.RUNS)
+                                   ns(0), ns(1), 10.0, ns(10), True, [], 1)], schemas.RUNS)
     events = spark.createDataFrame([
         (RUN, ns(0), "run-start", None, None, None, None, None, None, None, None, None, None, None),
         (RUN, ns(3.9), "fault-intent", "f1", "broker-kill", 1, "leader of 0", None, None, None, None, None, None, None),
@@ -104,11 +104,22 @@ def frames(spark):
     return runs, events, produce, consume, timeline
 
 
-def write_run_dir(spark, directory) -> None:
-    """The hand-built run as `kafka-bench run` lays it out on disk."""
+# The acknowledged writes the run loses (lost, unseen): (producer, seq)
+LOST = ((0, 3), (0, 13))
+
+
+def write_run_dir(spark, directory, run_id: str = RUN, trial: int = 1, loses: bool = True) -> None:
+    """The hand-built run as `kafka-bench run` lays it out on disk; as run `run_id`, the
+    configuration's `trial`, and without its two lost writes (never sent) unless `loses`."""
     import json
 
-    runs, events, produce, consume, timeline = frames(spark)
+    from pyspark.sql import functions as F
+
+    runs, events, produce, consume, timeline = (df.withColumn("run_id", F.lit(run_id)) for df in frames(spark))
+    runs = runs.withColumn("trial", F.lit(trial))
+    if not loses:
+        for producer, seq in LOST:
+            produce = produce.filter((F.col("producer") != producer) | (F.col("seq") != seq))
     directory.mkdir(parents=True)
     (directory / "summary.json").write_text(json.dumps(runs.first().asDict()))
     with open(directory / "events.jsonl", "w", encoding="utf-8") as handle:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from benchmarks.report.verdict import verdict
+from benchmarks.report.verdict import trials_verdict, verdict
 
 
 def entry(kind, target, at_s, heal_at_s=None):
@@ -131,3 +131,27 @@ def test_what_eligible_leader_replicas_changed_is_said_from_what_was_measured():
     zookeeper = row(new_leader_s=2.0, new_leader_from="isr", under_min_isr_s=3.0, **kill)
     text, _ = verdict(zookeeper, [zookeeper])
     assert text.endswith("new leader after 2.0 s (from the ISR)")
+
+
+def configuration(**over):
+    base = {"trials": 10, "trials_invalid": 0, "trials_with_loss": 0, "loss_ci_low": 0.0, "loss_ci_high": 0.2775,
+            "lost_median": 0.0, "lost_max": 0, "unavailable_median_s": 9.8, "unavailable_p90_s": 12.0,
+            "unavailable_max_s": 14.1, "new_leader_median_s": 9.4, "new_leader_p90_s": 10.0, "new_leader_max_s": 11.0,
+            "duplicates": 0, "faults_injected": 10}
+    return {**base, **over}
+
+
+def test_trials_are_phrased_over_the_trials_with_their_interval():
+    text, severity = trials_verdict(configuration())
+    assert text == ("0 of 10 trials lost an acknowledged write (chance that a trial loses: below 27.8% at 95% "
+                    "confidence); 10 faults injected; worst partition without acks: median 9.8 s, p90 12.0 s, max 14.1 s; "
+                    "new leader after median 9.4 s, p90 10.0 s, max 11.0 s")
+    assert severity == "good"
+    text, severity = trials_verdict(configuration(trials_with_loss=9, loss_ci_low=0.5958, loss_ci_high=0.9821,
+                                                  lost_median=3100.0, lost_max=5012, trials_invalid=1,
+                                                  new_leader_max_s=None))
+    assert text.startswith("lost acknowledged writes in 9 of 10 trials (median 3,100, max 5,012 a trial; 95% interval "
+                           "of the share that loses: 60% to 98%)")
+    assert text.endswith("; 1 invalid trial left out") and "new leader" not in text
+    assert severity == "bad"
+    assert trials_verdict(configuration(trials=0, trials_invalid=2)) == ("no valid trial (2 invalid trials)", "warn")

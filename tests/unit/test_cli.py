@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from click.testing import CliRunner
 
 from benchmarks.ansible import PlaybookResult, ProgressEvent, TaskFailure
@@ -132,3 +133,38 @@ def test_the_progress_line_shows_faults_and_procedures_apart():
     assert line.endswith("| consumed readers=985 | fault: broker-kill leader of 0 "
                          "| procedure: upgrade: Upgrade the controllers that follow, one at a time")
     assert "procedure" not in _progress_line(Snapshot("r", "measuring", 1.0, 40.0, 0, 0, 0, 0, {}, []), "x")
+
+
+def test_trials_repeat_every_run_with_its_number_and_seed(tmp_path, monkeypatch):
+    """--trials 3 overrides the file's trials: 2: each run three times, numbered, trial N on SEED+N-1."""
+    from benchmarks import records
+    from benchmarks.commands import run as run_command
+
+    calls = []
+
+    def execute(scenario, inventory, inventory_path, runner, results_root, quick, ledger_enabled, seed, progress, trial):
+        calls.append((scenario.name, scenario.trials, trial, seed))
+        fields = {name: None for name in records.RunSummary.model_fields}
+        return records.RunSummary.model_construct(**{
+            **fields, "scenario": scenario.name, "acks": "all", "replication_factor": 3, "min_insync_replicas": 1,
+            "sent": 1, "acked": 1, "failed": 0, "indeterminate": 0, "acked_lost": 0, "throughput_msgs_s": 1.0,
+            "faults": [], "valid": True, "trial": trial, "trials": scenario.trials, "run_dir": str(results_root)})
+
+    monkeypatch.setattr(run_command.runner_lib, "execute", execute)
+    scenario = tmp_path / "two.yml"
+    scenario.write_text("scenario: {name: two, trials: 2}\nsweep: {workload.partitions: [1, 2]}\n")
+    results = tmp_path / "results"
+    results.mkdir()
+    out = invoke(FakeRunner(result()), "run", str(scenario), "--results", str(results), "--trials", "3", "--seed", "10",
+                 "--no-report")
+    assert out.exit_code == ExitCode.OK, out.output
+    assert calls == [(f"two-{p:03d}", 3, t, 9 + t) for p in (0, 1) for t in (1, 2, 3)]
+    assert "two-001 trial 3/3" in out.output
+    assert invoke(FakeRunner(result()), "run", str(scenario), "--trials", "0").exit_code == 2  # a usage error
+
+
+def test_trials_are_validated_in_the_scenario_file():
+    from benchmarks import scenario as sc
+
+    with pytest.raises(sc.ScenarioError, match=r"demo.yml: scenario.trials: Input should be greater than or equal to 1"):
+        sc.parse({"scenario": {"name": "demo", "trials": 0}}, "demo.yml")
