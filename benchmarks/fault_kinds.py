@@ -113,10 +113,16 @@ class FaultTarget(Strict):
 
 
 class FaultSpec(Strict):
-    """What every kind has: when it is injected and healed, in seconds into the measured phase."""
+    """What every kind has: when it is injected and healed, in seconds into the measured phase.
+    A fault with `every_s` recurs (a nemesis): injected at `at_s` (default: `every_s`) and every
+    `every_s` seconds after, until `until_s` (default: the end of the workload's duration), each
+    injection healed `duration_s` after it acted and resolving its target anew."""
 
-    at_s: Annotated[float, Field(ge=0)]
+    at_s: Annotated[float, Field(ge=0)] | None = None  # required for a one-off fault
     heal_at_s: Annotated[float, Field(ge=0)] | None = None  # None: healed at the end of the run
+    every_s: Annotated[float, Field(gt=0)] | None = None
+    duration_s: Annotated[float, Field(gt=0)] | None = None
+    until_s: Annotated[float, Field(gt=0)] | None = None
 
     kind: str  # each kind's class narrows it to its own name
     playbook: ClassVar[str]  # under playbooks/: inject and revert by fault_phase
@@ -126,10 +132,43 @@ class FaultSpec(Strict):
     heal_order: ClassVar[int] = 1  # `heal` reverts outstanding faults of lower order first
 
     @model_validator(mode="after")
-    def _heal_after_inject(self) -> FaultSpec:
-        if self.heal_at_s is not None and self.heal_at_s <= self.at_s:
+    def _when(self) -> FaultSpec:
+        if self.every_s is None:
+            recurring = [f for f in ("duration_s", "until_s") if getattr(self, f) is not None]
+            if recurring:
+                raise ValueError(f"{' and '.join(recurring)} belong to a recurring fault: set every_s too, or heal "
+                                 "a one-off fault with heal_at_s")
+            if self.at_s is None:
+                raise ValueError("at_s is required (or every_s, for a recurring fault)")
+        else:
+            if self.heal_at_s is not None:
+                raise ValueError("heal_at_s is for a one-off fault: a recurring fault (every_s) heals each "
+                                 "injection duration_s after it acted")
+            if self.duration_s is None:
+                raise ValueError("duration_s is required with every_s: how long each injection lasts")
+            if self.until_s is not None and self.until_s <= self.first_s:
+                raise ValueError(f"until_s ({self.until_s:g}) must come after the first injection ({self.first_s:g} s)")
+        if self.heal_at_s is not None and self.heal_at_s <= self.first_s:
             raise ValueError(f"heal_at_s ({self.heal_at_s}) must come after at_s ({self.at_s})")
         return self
+
+    @property
+    def first_s(self) -> float:
+        """When the fault is first injected."""
+        return self.at_s if self.at_s is not None else self.every_s or 0.0
+
+    def occurrences(self, end_s: float) -> list[FaultSpec]:
+        """The fault's injections as one-off faults: itself, or a recurring fault's every
+        injection from first_s until until_s (or `end_s`, the workload's end), each healed
+        duration_s after it."""
+        if self.every_s is None or self.duration_s is None:
+            return [self]
+        until, out, at = min(self.until_s or end_s, end_s), [], self.first_s
+        while at < until:
+            out.append(self.model_copy(update={"at_s": at, "heal_at_s": at + self.duration_s, "every_s": None,
+                                               "duration_s": None, "until_s": None}))
+            at = round(at + self.every_s, 9)
+        return out
 
     @property
     def target_words(self) -> str:
@@ -138,14 +177,20 @@ class FaultSpec(Strict):
 
     @property
     def label(self) -> str:
-        """The fault in words, for people: "broker-kill (leader of 0) at 6 s, healed at 12 s"."""
+        """The fault in words, for people: "broker-kill (leader of 0) at 6 s, healed at 12 s",
+        "broker-kill (random broker) every 12 s from 12 s, 5 s each"."""
         target = self.target_words
+        what = f"{self.kind}{f' ({target})' if target else ''}"
+        if self.every_s is not None:
+            until = f" until {self.until_s:g} s" if self.until_s is not None else ""
+            return f"{what} every {self.every_s:g} s from {self.first_s:g} s{until}, {self.duration_s:g} s each"
         healed = f", healed at {self.heal_at_s:g} s" if self.heal_at_s is not None else ""
-        return f"{self.kind}{f' ({target})' if target else ''} at {self.at_s:g} s{healed}"
+        return f"{what} at {self.first_s:g} s{healed}"
 
     def schedule_entry(self) -> dict[str, Any]:
         """The fault as data, as the run records it (summary.json's fault_schedule)."""
-        return {"kind": self.kind, "target": self.target_words, "at_s": self.at_s, "heal_at_s": self.heal_at_s}
+        return {"kind": self.kind, "target": self.target_words, "at_s": self.first_s, "heal_at_s": self.heal_at_s,
+                "every_s": self.every_s, "duration_s": self.duration_s, "until_s": self.until_s}
 
     def resolve(self, situation: Situation) -> Resolved:
         raise NotImplementedError

@@ -28,8 +28,11 @@ class ScheduledFault(Record):
 
     kind: str
     target: str
-    at_s: float
+    at_s: float                         # the first injection
     heal_at_s: float | None
+    every_s: float | None = None        # a recurring fault: injected this often,
+    duration_s: float | None = None     # each injection healed this long after it acted,
+    until_s: float | None = None        # until then (None: the end of the workload)
 
 
 class AppliedFault(Record):
@@ -181,6 +184,17 @@ class FaultIntent(Event):
     scheduled_ns: int
 
 
+class FaultSkipped(Event):
+    """An injection of the schedule not carried out: as many brokers as the scenario's
+    max_brokers_down were under a fault when it was due."""
+
+    event: Literal["fault-skipped"] = "fault-skipped"
+    kind: str
+    step: str  # the scenario's entry: "faults[0] #7"
+    reason: str
+    scheduled_ns: int
+
+
 class FaultInjected(Event):
     event: Literal["fault-injected"] = "fault-injected"
     fault_id: str
@@ -266,7 +280,7 @@ class FinalReadEnd(Event):
 
 
 AnyEvent = Annotated[RunStart | HealBeforeRun | ClusterRecovered | FeatureFinalized | ClockOffsets | ProducePathWarm
-                     | LoadStart | FaultIntent | FaultInjected | FaultHealStart | FaultHealed | ScheduleStepFailed
+                     | LoadStart | FaultIntent | FaultSkipped | FaultInjected | FaultHealStart | FaultHealed | ScheduleStepFailed
                      | ProcedureStart | ProcedurePlay | ProcedureEnd
                      | ConsumerKilled | LoadEnd | HealAfterRun | Healed | FinalReadStart | FinalReadEnd,
                      Field(discriminator="event")]
@@ -279,4 +293,5 @@ def event_name(model: type[Event]) -> str:
 
 
 FAULT_INTENT, FAULT_INJECTED, FAULT_HEALED = (event_name(m) for m in (FaultIntent, FaultInjected, FaultHealed))
+FAULT_SKIPPED = event_name(FaultSkipped)
 PROCEDURE_START, PROCEDURE_PLAY, PROCEDURE_END = (event_name(m) for m in (ProcedureStart, ProcedurePlay, ProcedureEnd))

@@ -301,15 +301,16 @@ def _drive(run: Run) -> None:
         return Situation(run.inventory, status, run.topic, run.rng, busy)
 
     kills = [(g.name, g.kill_one_at_s) for g in w.consumer_groups if g.kill_one_at_s is not None]
+    names, injections = zip(*run.scenario.injections()) if run.scenario.faults else ((), ())
     run.steps = steps = schedule.Controller(
-        run.scenario.faults, kills, run.warmup_s, run.factor, run.start_ns,
+        injections, kills, run.warmup_s, run.factor, run.start_ns,
         faults.AnsibleFaultInjector(run.runner, run.inventory_path, run.journal, offsets=run.offsets), run.events,
         situation,
         run.workers.kill_one_consumer,
         procedures=run.scenario.procedures,
         run_playbook=lambda playbook, progress, extravars: run.runner.run(playbook, run.inventory_path, extravars,
                                                                           progress=progress),
-        topic=run.topic)
+        topic=run.topic, names=names, max_brokers_down=run.scenario.max_brokers_down)
     try:
         while run.workers.producing():
             now_ns = time.time_ns()

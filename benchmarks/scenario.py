@@ -18,7 +18,7 @@ from typing import Annotated, Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from benchmarks.fault_kinds import KINDS, Fault, Strict
+from benchmarks.fault_kinds import KINDS, Fault, FaultSpec, Strict
 from benchmarks.procedures import NAMES as PROCEDURES
 from benchmarks.procedures import Procedure
 
@@ -108,6 +108,9 @@ class Scenario(Strict):
     # Each run (each point of a sweep) is repeated this many times, each trial on a fresh topic: the
     # report gives per configuration the trials that lost an acknowledged write, with a 95% interval.
     trials: Annotated[int, Field(ge=1, le=MAX_TRIALS)] = 1
+    # At most this many brokers under a fault at once: an injection due while as many are down is
+    # skipped (recorded as such), not delayed. None: no bound.
+    max_brokers_down: Annotated[int, Field(ge=1)] | None = None
 
     @model_validator(mode="after")
     def _coherent(self) -> Scenario:
@@ -116,8 +119,13 @@ class Scenario(Strict):
             raise ValueError(f"workload.min_insync_replicas ({w.min_insync_replicas}) must not exceed "
                              f"workload.replication_factor ({w.replication_factor})")
         for index, fault in enumerate(self.faults):
-            if fault.at_s >= w.duration_s:
-                raise ValueError(f"faults[{index}].at_s ({fault.at_s}) must fall inside workload.duration_s ({w.duration_s})")
+            if fault.first_s >= w.duration_s:
+                field = "at_s" if fault.at_s is not None else "every_s"
+                raise ValueError(f"faults[{index}].{field} ({fault.first_s:g}): the first injection must fall inside "
+                                 f"workload.duration_s ({w.duration_s:g})")
+            if fault.until_s is not None and fault.until_s > w.duration_s:
+                raise ValueError(f"faults[{index}].until_s ({fault.until_s:g}) must not pass workload.duration_s "
+                                 f"({w.duration_s:g})")
             for field, message in fault.workload_errors(w.partitions):
                 raise ValueError(f"faults[{index}].{field} {message}")
         for index, procedure in enumerate(self.procedures):
@@ -131,6 +139,16 @@ class Scenario(Strict):
     @property
     def topic(self) -> str:
         return self.workload.topic or f"kb-{self.name}"
+
+    def injections(self) -> list[tuple[str, FaultSpec]]:
+        """Every injection of the run as a one-off fault, in the order of their times, each named by
+        its entry ("faults[0]", a recurring one's "faults[0] #3")."""
+        out = []
+        for index, fault in enumerate(self.faults):
+            occurrences = fault.occurrences(self.workload.duration_s)
+            out += [(f"faults[{index}]" + (f" #{n}" if fault.every_s is not None else ""), one)
+                    for n, one in enumerate(occurrences, 1)]
+        return sorted(out, key=lambda named: named[1].first_s)
 
     @property
     def fault_label(self) -> str:

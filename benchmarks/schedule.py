@@ -76,14 +76,18 @@ class Controller:
                  situation: Callable[[FaultSpec, frozenset[int]], Situation],
                  kill_consumer: Callable[[str], int | None], lead_s: float = FAULT_LEAD_S,
                  spawn: Callable[..., threading.Thread] = threading.Thread,
-                 procedures: Sequence[Procedure] = (), run_playbook: PlaybookCall | None = None, topic: str = "") -> None:
+                 procedures: Sequence[Procedure] = (), run_playbook: PlaybookCall | None = None, topic: str = "",
+                 names: Sequence[str] = (), max_brokers_down: int | None = None) -> None:
         self.faults, self.factor, self.start_ns = list(faults), factor, start_ns
+        # Each fault's name in the scenario ("faults[0]", a recurring fault's injection "faults[0] #3").
+        self.names = list(names) or [f"faults[{i}]" for i in range(len(self.faults))]
+        self.max_brokers_down = max_brokers_down
         self.injector, self.events, self.situation, self.kill_consumer = injector, events, situation, kill_consumer
         self.lead_s, self.spawn = lead_s, spawn
         self.procedures, self.run_playbook, self.topic = list(procedures), run_playbook, topic
         if self.procedures and run_playbook is None:
             raise ValueError("procedures need run_playbook")
-        self.steps = sorted([Step(warmup_s + f.at_s * factor, INJECT, i) for i, f in enumerate(self.faults)]
+        self.steps = sorted([Step(warmup_s + f.first_s * factor, INJECT, i) for i, f in enumerate(self.faults)]
                             + [Step(warmup_s + at_s * factor, KILL_CONSUMER, group) for group, at_s in consumer_kills]
                             + [Step(warmup_s + p.at_s * factor, PROCEDURE, i) for i, p in enumerate(self.procedures)])
         self.records: dict[int, FaultRecord] = {}
@@ -147,7 +151,7 @@ class Controller:
                 if pid is not None:
                     self.events.write(records.ConsumerKilled(group=str(step.what), pid=pid))
         except Exception as exc:  # whatever failed, the run must say it
-            name = (f"faults[{step.what}] ({self.faults[int(step.what)].kind})" if step.action in (INJECT, HEAL)
+            name = (f"{self.names[int(step.what)]} ({self.faults[int(step.what)].kind})" if step.action in (INJECT, HEAL)
                     else f"procedures[{step.what}] ({self.procedures[int(step.what)].name})"
                     if step.action == PROCEDURE else f"{KILL_CONSUMER} ({step.what})")
             self.invalid.append(f"{name} {step.action} failed: {exc}")
@@ -156,6 +160,12 @@ class Controller:
     def _inject(self, index: int, due_ns: int) -> None:
         fault = self.faults[index]
         busy = frozenset(r.broker_id for r in self.active.values() if r.broker_id is not None)
+        if self.max_brokers_down is not None and len(busy) >= self.max_brokers_down:
+            self.events.write(records.FaultSkipped(
+                kind=fault.kind, step=self.names[index], scheduled_ns=due_ns,
+                reason=f"{len(busy)} broker(s) already under a fault ({', '.join(map(str, sorted(busy)))}); "
+                       f"max_brokers_down is {self.max_brokers_down}"))
+            return
         to = fault.resolve(self.situation(fault, busy))
         record = self.injector.new_record(fault.kind, to.hosts, to.broker_id, to.reason, fault.extravars())
         self.records[index] = record
@@ -167,7 +177,7 @@ class Controller:
         self.fault_log.append(records.AppliedFault(fault_id=record.fault_id, kind=fault.kind, target=to.reason,
                                                    hosts=list(to.hosts)))
         if fault.heal_at_s is not None:  # the fault lasts as planned from when it acted, however late
-            heal_at_s = (int(at * 1e9) - self.start_ns) / 1e9 + (fault.heal_at_s - fault.at_s) * self.factor
+            heal_at_s = (int(at * 1e9) - self.start_ns) / 1e9 + (fault.heal_at_s - fault.first_s) * self.factor
             with self._lock:
                 self.steps = sorted([*self.steps, Step(heal_at_s, HEAL, index)])
 

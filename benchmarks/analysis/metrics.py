@@ -54,7 +54,7 @@ from benchmarks.analysis.percentiles import FLOOR_MS, PERCENTILE_NAMES, PERCENTI
 from benchmarks.analysis.phases import phase_bounds, phase_windows
 from benchmarks.analysis.procedures import procedure_steps, step_impact
 from benchmarks.analysis.steadiness import steadiness
-from benchmarks.analysis.trials import PER_RUN, trials, with_trials
+from benchmarks.analysis.trials import PER_RUN, injection_losses, trials, with_trials
 from benchmarks.codes import FINAL_READ, OUTCOMES, STATUSES
 
 # The analysis API, whichever module of the package defines each job.
@@ -102,7 +102,8 @@ SUMMARY_COLUMNS = (
     "latency_p999_ms", "latency_max_ms", "send_latency_p99_ms", "e2e_p99_ms", "unavailable_s", "unavailable_in_fault_s",
     "leaderless_partition", "leaderless_s", "under_min_isr_s", "hw_stall_s", "acked_invisible", "new_leader_s",
     "new_leader_from", "steady", "steady_p99_first_ms", "steady_p99_last_ms",
-    "steady_p50_ms", "warm_p50_ms", "steady_acked_share", "causes", "faults_injected", "trial", "valid",
+    "steady_p50_ms", "warm_p50_ms", "steady_acked_share", "causes", "faults_injected", "injections_with_loss", "trial",
+    "valid",
     "invalid_reasons",
 )
 # The run rows of summary.csv: the above, and what each gains of its configuration's trials.
@@ -111,7 +112,8 @@ RUN_COLUMNS = (*SUMMARY_COLUMNS, *PER_RUN)
 
 def summarize(runs: DataFrame, counts_df: DataFrame, reordered_df: DataFrame, phases: DataFrame,
               e2e: DataFrame, unavailable: DataFrame, impact: DataFrame, steady: DataFrame,
-              errors_df: DataFrame, health: DataFrame, invisible: DataFrame, events: DataFrame) -> DataFrame:
+              errors_df: DataFrame, health: DataFrame, invisible: DataFrame, events: DataFrame,
+              charged: DataFrame) -> DataFrame:
     """One row per run with SUMMARY_COLUMNS: counts over the whole run; throughput and latency
     over the measured phase; unavailable_s is the worst partition's total time without acks
     (unavailable_in_fault_s: of windows overlapping the fault phase); leaderless_s the total of
@@ -122,7 +124,8 @@ def summarize(runs: DataFrame, counts_df: DataFrame, reordered_df: DataFrame, ph
     new_leader_s the slowest leader change after a fault, new_leader_from where the new leaders
     came from ("isr", "elr", "unclean", comma-separated when they differed); causes, per error behind
     a failed or unconfirmed send (`errors`' cause), how many sends it was behind; faults_injected
-    the faults the run injected (each injection of a recurring fault counts)."""
+    the faults the run injected (each injection of a recurring fault counts), injections_with_loss
+    those any lost acknowledged write is charged to (`injection_losses`)."""
     measured = phases.filter(F.col("phase") == "measured").select(
         "run_id", "throughput_msgs_s", "throughput_mb_s", "latency_p50_ms", "latency_p99_ms", "latency_p999_ms",
         "latency_max_ms", "send_latency_p99_ms")
@@ -145,7 +148,8 @@ def summarize(runs: DataFrame, counts_df: DataFrame, reordered_df: DataFrame, ph
               .agg(F.sum("messages").alias("_n"))
               .groupBy("run_id").agg(F.map_from_entries(F.collect_list(F.struct("cause", "_n"))).alias("causes")))
     injected = (events.filter(F.col("event") == records.FAULT_INJECTED).groupBy("run_id")
-                .agg(F.count("*").alias("faults_injected")))
+                .agg(F.count("*").alias("faults_injected"))
+                .join(charged.groupBy("run_id").agg(F.count("*").alias("injections_with_loss")), on="run_id", how="left"))
     return (runs.join(counts_df, on="run_id", how="left").join(reordered_df, on="run_id", how="left")
             .join(measured, on="run_id", how="left").join(e2e_measured, on="run_id", how="left")
             .join(worst, on="run_id", how="left").join(leaders, on="run_id", how="left")
@@ -154,7 +158,8 @@ def summarize(runs: DataFrame, counts_df: DataFrame, reordered_df: DataFrame, ph
             .join(causes, on="run_id", how="left").join(injected, on="run_id", how="left")
             .withColumn("trial", F.coalesce(F.col("trial"), F.lit(1)))  # runs of older versions: one trial each
             .fillna(0, subset=["sent", "acked", "failed", "indeterminate", "lost", "unseen", "duplicates", "reordered",
-                               "failed_delivered", "indeterminate_delivered", "acked_invisible", "faults_injected"])
+                               "failed_delivered", "indeterminate_delivered", "acked_invisible", "faults_injected",
+                               "injections_with_loss"])
             .fillna(0.0, subset=["unavailable_s", "unavailable_in_fault_s"])
             .select(*SUMMARY_COLUMNS).orderBy("scenario", "run_id"))
 
@@ -183,12 +188,14 @@ def analyse(runs: DataFrame, events: DataFrame, produce: DataFrame, consume: Dat
     errors_df = errors(produce).cache()
     segments = leadership_segments(states)
     steps = step_impact(procedure_steps(events), produce, unavailable, segments, bounds)
+    lost = lost_messages(codes, keys).cache()
     per_run = summarize(runs, counts_df, reordered_df, phases, e2e, unavailable, impact, steadiness(produce, bounds),
-                        errors_df, health, acked_invisible(produce, states), events).cache()
+                        errors_df, health, acked_invisible(produce, states), events,
+                        injection_losses(lost, produce, events)).cache()
     per_configuration = trials(per_run).cache()
     return Analysis(
         runs=runs, bounds=bounds, codes=codes, status=decode_status(codes, keys), counts=counts_df,
-        reordered=reordered_df, lost=lost_messages(codes, keys),
+        reordered=reordered_df, lost=lost,
         phases=phases, end_to_end=e2e, per_second=per_second(produce, runs), errors=errors_df,
         segments=segments, health=health, unavailability=unavailable, faults=impact, steps=steps,
         summary=with_trials(per_run, per_configuration).select(*RUN_COLUMNS).orderBy("scenario", "run_id"),

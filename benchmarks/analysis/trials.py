@@ -11,8 +11,10 @@ trials, 27.8% for 10), with n of n its lower bound n/(n+z²).
 
 from __future__ import annotations
 
-from pyspark.sql import Column, DataFrame
+from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
+
+from benchmarks import records
 
 # The two-sided 95% normal quantile.
 Z95 = 1.959963984540054
@@ -23,7 +25,8 @@ TRIALS_COLUMNS = (
     *CONFIGURATION, "acks", "replication_factor", "min_insync_replicas", "unclean_leader_election", "fault",
     "trials", "trials_invalid", "trials_with_loss", "loss_ci_low", "loss_ci_high", "lost_median", "lost_max",
     "unavailable_median_s", "unavailable_p90_s", "unavailable_max_s", "new_leader_median_s", "new_leader_p90_s",
-    "new_leader_max_s", "duplicates", "faults_injected")
+    "new_leader_max_s", "duplicates", "faults_injected", "injections_with_loss", "injection_loss_ci_low",
+    "injection_loss_ci_high")
 
 
 def wilson(successes: Column, n: Column, z: float = Z95) -> tuple[Column, Column]:
@@ -61,10 +64,34 @@ def trials(summary: DataFrame) -> DataFrame:
         F.percentile(loss, 0.5).alias("lost_median"), F.max(loss).alias("lost_max"),
         *_spread("unavailable_s", "unavailable"), *_spread("new_leader_s", "new_leader"),
         F.sum(F.when(valid, F.col("duplicates"))).alias("duplicates"),
-        F.sum(F.when(valid, F.col("faults_injected"))).alias("faults_injected"))
+        F.sum(F.when(valid, F.col("faults_injected"))).alias("faults_injected"),
+        F.sum(F.when(valid, F.col("injections_with_loss"))).alias("injections_with_loss"))
     low, high = wilson(F.col("trials_with_loss"), F.col("trials"))
+    injection_low, injection_high = wilson(F.col("injections_with_loss"), F.col("faults_injected"))
     return (grouped.withColumn("loss_ci_low", low).withColumn("loss_ci_high", high)
+            .withColumn("injection_loss_ci_low", injection_low).withColumn("injection_loss_ci_high", injection_high)
             .select(*TRIALS_COLUMNS).orderBy(*CONFIGURATION))
+
+
+def injection_losses(lost: DataFrame, produce: DataFrame, events: DataFrame) -> DataFrame:
+    """(run_id, fault_id, lost): the acknowledged writes lost or unseen charged to each injection
+    that any is charged to (the rule in the module's words). `lost` is `lost_messages`' frame."""
+    injected = (events.filter(F.col("event") == records.FAULT_INJECTED)
+                .select("run_id", "fault_id", F.col("at_ns").alias("injected_ns")))
+    healed = events.filter(F.col("event") == records.FAULT_HEALED).select("run_id", "fault_id", F.col("at_ns").alias("healed_ns"))
+    faults = injected.join(healed, on=["run_id", "fault_id"], how="left")
+    acks = (produce.select("run_id", "producer", "seq", "ack_ns")
+            .join(F.broadcast(lost.select("run_id", "producer", "seq")), on=["run_id", "producer", "seq"], how="inner"))
+    ack, at = F.col("ack_ns"), F.col("injected_ns")
+    in_force = (at <= ack) & (ack <= F.coalesce(F.col("healed_ns"), F.lit(2**62)))
+    preference = F.when(in_force, 0).when(at > ack, 1).otherwise(2)
+    # In force: the latest injected; after the ack: the first; before it (none after): the last.
+    order = F.when(preference == 1, at).otherwise(-at)
+    charged = (acks.join(F.broadcast(faults), on="run_id", how="inner")
+               .withColumn("_rank", F.row_number().over(Window.partitionBy("run_id", "producer", "seq")
+                                                        .orderBy(preference, order)))
+               .filter(F.col("_rank") == 1))
+    return charged.groupBy("run_id", "fault_id").agg(F.count("*").alias("lost"))
 
 
 def with_trials(summary: DataFrame, per_configuration: DataFrame) -> DataFrame:

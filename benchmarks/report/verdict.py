@@ -139,8 +139,12 @@ def trials_verdict(t: dict[str, Any]) -> tuple[str, str]:
     else:
         parts = [f"0 of {_plural(n, 'trial')} lost an acknowledged write (chance that a trial loses: below "
                  f"{t['loss_ci_high']:.1%} at 95% confidence)"]
-    if t["faults_injected"]:
-        parts.append(f"{_plural(t['faults_injected'], 'fault')} injected")
+    injections, charged = t["faults_injected"] or 0, t["injections_with_loss"] or 0
+    if injections > n:  # recurring faults: the evidence per injection too
+        parts.append(f"{charged} of {injections:,} fault injections lost an acknowledged write (95% interval of the "
+                     f"share: {t['injection_loss_ci_low']:.1%} to {t['injection_loss_ci_high']:.1%})")
+    elif injections:
+        parts.append(f"{_plural(injections, 'fault')} injected")
     if t["unavailable_max_s"]:
         parts.append(f"worst partition without acks: {_spread(t, 'unavailable')}")
     if t["new_leader_max_s"] is not None:

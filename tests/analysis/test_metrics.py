@@ -190,7 +190,7 @@ def test_a_leader_elected_after_the_load_is_no_failover(spark):
 def test_summary_row(analysis):
     (row,) = analysis.summary.collect()
     assert tuple(row.asDict()) == metrics.RUN_COLUMNS
-    assert (row.faults_injected, row.trial, row.trials, row.trials_with_loss) == (1, 1, 1, 1)
+    assert (row.faults_injected, row.injections_with_loss, row.trial, row.trials, row.trials_with_loss) == (1, 1, 1, 1, 1)
     assert (row.sent, row.acked, row.failed, row.indeterminate, row.lost, row.unseen, row.duplicates,
             row.reordered) == (16, 13, 2, 1, 1, 1, 1, 1)
     assert (row.unavailable_s, row.unavailable_in_fault_s) == (pytest.approx(4.61), pytest.approx(4.61))

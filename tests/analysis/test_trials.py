@@ -34,7 +34,8 @@ def test_the_wilson_interval_matches_published_values(spark):
 
 SUMMARY = ("scenario string, metadata_mode string, kafka_version string, acks string, replication_factor int, "
            "min_insync_replicas int, unclean_leader_election boolean, fault string, valid boolean, lost long, "
-           "unseen long, duplicates long, unavailable_s double, new_leader_s double, faults_injected long")
+           "unseen long, duplicates long, unavailable_s double, new_leader_s double, faults_injected long, "
+           "injections_with_loss long")
 
 
 def test_trials_are_summed_up_per_configuration(spark):
@@ -44,7 +45,7 @@ def test_trials_are_summed_up_per_configuration(spark):
     def run(scenario, mode, valid, lost, unseen, dup, unavailable, leader):
         acks = "1" if scenario == "acks-1" else "all"
         return (scenario, mode, "3.9.2" if mode == "zookeeper" else "4.3.1", acks, 3, 2, False, "broker-kill", valid,
-                lost, unseen, dup, unavailable, leader, 1)
+                lost, unseen, dup, unavailable, leader, 1, 1 if lost + unseen else 0)
 
     summary = spark.createDataFrame([
         run("acks-1", "zookeeper", True, 5, 0, 0, 10.0, 9.0), run("acks-1", "zookeeper", True, 0, 1, 2, 20.0, 8.0),
@@ -56,15 +57,15 @@ def test_trials_are_summed_up_per_configuration(spark):
     got = trials.trials(summary).select(
         "scenario", "metadata_mode", "trials", "trials_invalid", "trials_with_loss", "lost_median", "lost_max",
         "unavailable_median_s", "unavailable_p90_s", "unavailable_max_s", "new_leader_median_s", "new_leader_max_s",
-        "duplicates", "faults_injected")
+        "duplicates", "faults_injected", "injections_with_loss")
     expected = spark.createDataFrame([
-        ("acks-1", "zookeeper", 4, 1, 2, 0.5, 5, 25.0, 37.0, 40.0, 7.5, 9.0, 2, 4),
-        ("acks-all", "kraft", 1, 0, 0, 0.0, 0, 0.5, 0.5, 0.5, 0.4, 0.4, 0, 1),
-        ("acks-all", "zookeeper", 2, 0, 0, 0.0, 0, 2.0, 2.8, 3.0, 2.0, 2.0, 0, 2),
+        ("acks-1", "zookeeper", 4, 1, 2, 0.5, 5, 25.0, 37.0, 40.0, 7.5, 9.0, 2, 4, 2),
+        ("acks-all", "kraft", 1, 0, 0, 0.0, 0, 0.5, 0.5, 0.5, 0.4, 0.4, 0, 1, 0),
+        ("acks-all", "zookeeper", 2, 0, 0, 0.0, 0, 2.0, 2.8, 3.0, 2.0, 2.0, 0, 2, 0),
     ], "scenario string, metadata_mode string, trials long, trials_invalid long, trials_with_loss long, "
        "lost_median double, lost_max long, unavailable_median_s double, unavailable_p90_s double, "
        "unavailable_max_s double, new_leader_median_s double, new_leader_max_s double, duplicates long, "
-       "faults_injected long")
+       "faults_injected long, injections_with_loss long")
     assertDataFrameEqual(got, expected, rtol=1e-9)
     interval = {r.scenario + r.metadata_mode: (r.loss_ci_low, r.loss_ci_high) for r in trials.trials(summary).collect()}
     assert interval["acks-1zookeeper"] == (pytest.approx(0.1500, abs=1e-4), pytest.approx(0.8500, abs=1e-4))
@@ -90,3 +91,22 @@ def test_a_three_trial_report_has_a_row_per_trial_and_the_configurations_interva
     assert configuration["verdict"].startswith("lost acknowledged writes in 1 of 3 trials (median 0, max 2 a trial")
     page = report.html.read_text()
     assert "<h2>Trials</h2>" in page and "hand-built trial 3" in page
+
+
+@pytest.mark.parametrize(("second", "expected"), [
+    (None, [("r1", "f1", 2)]),  # seq 3 acked before f1 (the first after it), seq 13 after its heal (the last)
+    ((8.5, 9.5), [("r1", "f1", 1), ("r1", "f2", 1)]),  # seq 13 acked at 9.02 s while f2 was in force
+])
+def test_each_lost_write_is_charged_to_one_injection(spark, second, expected):
+    runs, events, produce, consume, timeline = ledgers.frames(spark)
+    if second:
+        more = [(ledgers.RUN, ledgers.ns(second[0]), "fault-injected", "f2", None, None, None, ledgers.ns(second[0])),
+                (ledgers.RUN, ledgers.ns(second[1]), "fault-healed", "f2", None, None, None, ledgers.ns(second[1]))]
+        events = events.unionByName(spark.createDataFrame(
+            [(*row, None, None, None, None, None, None) for row in more], events.schema))
+    from benchmarks.analysis import metrics
+
+    codes = metrics.status_codes(produce, consume)
+    lost = metrics.lost_messages(codes, metrics.run_keys(runs))
+    assertDataFrameEqual(trials.injection_losses(lost, produce, events),
+                         spark.createDataFrame(expected, "run_id string, fault_id string, lost long"))

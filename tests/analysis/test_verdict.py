@@ -137,7 +137,8 @@ def configuration(**over):
     base = {"trials": 10, "trials_invalid": 0, "trials_with_loss": 0, "loss_ci_low": 0.0, "loss_ci_high": 0.2775,
             "lost_median": 0.0, "lost_max": 0, "unavailable_median_s": 9.8, "unavailable_p90_s": 12.0,
             "unavailable_max_s": 14.1, "new_leader_median_s": 9.4, "new_leader_p90_s": 10.0, "new_leader_max_s": 11.0,
-            "duplicates": 0, "faults_injected": 10}
+            "duplicates": 0, "faults_injected": 10, "injections_with_loss": 0, "injection_loss_ci_low": 0.0,
+            "injection_loss_ci_high": 0.2775}
     return {**base, **over}
 
 
@@ -155,3 +156,5 @@ def test_trials_are_phrased_over_the_trials_with_their_interval():
     assert text.endswith("; 1 invalid trial left out") and "new leader" not in text
     assert severity == "bad"
     assert trials_verdict(configuration(trials=0, trials_invalid=2)) == ("no valid trial (2 invalid trials)", "warn")
+    text, _ = trials_verdict(configuration(trials=1, faults_injected=60, loss_ci_high=0.7935, injection_loss_ci_high=0.0602))
+    assert "; 0 of 60 fault injections lost an acknowledged write (95% interval of the share: 0.0% to 6.0%);" in text

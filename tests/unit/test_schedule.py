@@ -325,3 +325,64 @@ def test_the_progress_line_names_the_play_a_running_procedure_is_in():
     spawned[0].finish()
     assert seen[0] == ["rolling-restart: Validate"] and seen[-1] == ["rolling-restart: Roll the brokers"]
     assert steps.procedure_plays() == [] and steps.active_names() == [], "a procedure that ended is no longer shown"
+
+
+def nemesis(faults, duration_s=9.0, **over) -> Scenario:
+    return Scenario.model_validate({"name": "n", "workload": {"duration_s": duration_s}, "faults": faults, **over})
+
+
+def test_a_recurring_fault_is_an_injection_every_period_each_healed_after_its_duration():
+    s = nemesis([{"kind": "broker-kill", "every_s": 10, "duration_s": 4, "target": {"leader_of": 0}},
+                 {"kind": "broker-pause", "at_s": 5, "every_s": 20, "until_s": 30, "duration_s": 2},
+                 {"kind": "broker-stop", "at_s": 12, "heal_at_s": 13}], duration_s=45)
+    got = [(name, f.kind, f.at_s, f.heal_at_s) for name, f in s.injections()]
+    assert got == [("faults[1] #1", "broker-pause", 5, 7), ("faults[0] #1", "broker-kill", 10, 14),
+                   ("faults[2]", "broker-stop", 12, 13), ("faults[0] #2", "broker-kill", 20, 24),
+                   ("faults[1] #2", "broker-pause", 25, 27), ("faults[0] #3", "broker-kill", 30, 34),
+                   ("faults[0] #4", "broker-kill", 40, 44)]
+    assert all(f.every_s is None for _, f in s.injections())
+    assert s.faults[0].label == "broker-kill (leader of 0) every 10 s from 10 s, 4 s each"
+    assert s.faults[1].schedule_entry() == {"kind": "broker-pause", "target": "random broker", "at_s": 5,
+                                            "heal_at_s": None, "every_s": 20, "duration_s": 2, "until_s": 30}
+
+
+@pytest.mark.parametrize(("fault", "message"), [
+    ({"kind": "broker-kill", "every_s": 10}, "duration_s is required with every_s"),
+    ({"kind": "broker-kill", "every_s": 10, "duration_s": 2, "heal_at_s": 30}, "heal_at_s is for a one-off fault"),
+    ({"kind": "broker-kill", "at_s": 1, "duration_s": 2}, "duration_s belong to a recurring fault"),
+    ({"kind": "broker-kill"}, "at_s is required (or every_s, for a recurring fault)"),
+    ({"kind": "broker-kill", "every_s": 5, "duration_s": 2, "until_s": 5}, "until_s (5) must come after the first"),
+    ({"kind": "broker-kill", "every_s": 5, "duration_s": 2, "until_s": 50}, "until_s (50) must not pass workload.duration_s"),
+    ({"kind": "broker-kill", "every_s": 60, "duration_s": 2}, "faults[0].every_s (60): the first injection must fall"),
+])
+def test_a_recurring_fault_is_validated(fault, message):
+    from benchmarks import scenario as sc
+
+    with pytest.raises(sc.ScenarioError) as info:
+        sc.parse({"scenario": {"name": "n", "workload": {"duration_s": 20}, "faults": [fault]}}, "n.yml")
+    assert message in str(info.value)
+
+
+def test_an_injection_due_while_max_brokers_down_are_down_is_skipped_and_recorded():
+    """A kill every 2 s lasting 3 s, at most one broker down: every other injection is skipped."""
+    s = nemesis([{"kind": "broker-kill", "every_s": 2, "duration_s": 3}], max_brokers_down=1)
+    names, faults_ = zip(*s.injections())
+    injector, events, spawned = FakeInjector(), Events(), []
+
+    def spawn(**kwargs):
+        spawned.append(StepThread(**kwargs))
+        return spawned[-1]
+
+    steps = schedule.Controller(faults_, [], 2.0, 1.0, START, injector, events,
+                                lambda fault, busy: Situation(INV, status(), "t", random.Random(1), busy),
+                                lambda group: None, lead_s=0.0, spawn=spawn, names=names,
+                                max_brokers_down=s.max_brokers_down)
+    while steps.pending():
+        assert steps.start_due(START + 100 * S) is not None
+        spawned[-1].finish()
+    assert [(c[0], c[3]) for c in injector.calls] == [("inject", START + 4 * S), ("revert", START + 7 * S),
+                                                       ("inject", START + 8 * S), ("revert", START + 11 * S)]
+    skipped = events.named("fault-skipped")
+    assert [(e["step"], e["scheduled_ns"]) for e in skipped] == [("faults[0] #2", START + 6 * S),
+                                                                 ("faults[0] #4", START + 10 * S)]
+    assert skipped[0]["reason"].endswith("max_brokers_down is 1") and not steps.invalid
