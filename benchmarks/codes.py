@@ -23,3 +23,7 @@ STATUSES = ("delivered", "lost", "unseen", "failed", "failed-delivered", "indete
 # The consume ledger's group for the final read of the whole topic (consumer groups have
 # their own names; this one is never a real group's).
 FINAL_READ = "final-read"
+
+# A negative control (a scenario built to lose acknowledged writes) must lose in at least this
+# share of its valid trials, or the harness is flagged blind.
+BLIND_SHARE = 0.9

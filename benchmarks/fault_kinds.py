@@ -123,6 +123,10 @@ class FaultSpec(Strict):
     every_s: Annotated[float, Field(gt=0)] | None = None
     duration_s: Annotated[float, Field(gt=0)] | None = None
     until_s: Annotated[float, Field(gt=0)] | None = None
+    # Before injecting, wait up to this long for a recovered cluster (every node up, every partition
+    # led with its full ISR, a quorum leader): each injection then starts from the same state, and
+    # one whose cluster does not recover in time is skipped with what was still wrong. None: on time.
+    wait_recovered_s: Annotated[float, Field(gt=0)] | None = None
 
     kind: str  # each kind's class narrows it to its own name
     playbook: ClassVar[str]  # under playbooks/: inject and revert by fault_phase
@@ -211,6 +215,20 @@ class FaultSpec(Strict):
     def workload_errors(self, partitions: int) -> list[tuple[str, str]]:
         """(field, message) for each target the workload's topic has no partition for."""
         return []
+
+
+@dataclasses.dataclass(frozen=True)
+class Injection:
+    """One injection of a run's schedule: a one-off fault, or one of a recurring fault's."""
+
+    fault: FaultSpec  # one-off: at_s and heal_at_s say when
+    name: str  # the scenario's entry: "faults[0]", a recurring fault's "faults[0] #3"
+    every_s: float | None = None  # a recurring fault's period: the next injection is due this much later
+
+    @property
+    def recurring(self) -> bool:
+        """One of a recurring fault's: skipped (and recorded) when its target cannot be resolved."""
+        return self.every_s is not None
 
 
 def _not_in(field: str, value: int | None, allowed: tuple[int, ...], what: str) -> list[tuple[str, str]]:

@@ -118,7 +118,7 @@ def producer_main(args: ProducerArgs, counters, slot: int, end=None) -> None:
     time has come. The loop calls it after sleeping until the next intended time, and the
     delivery callback calls it too: one poll can serve the reports of several whole batches
     (milliseconds of Python), and without that the schedule would wait for them."""
-    from confluent_kafka import Producer
+    from confluent_kafka import KafkaException, Producer
 
     die_with_parent()
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the runner decides when producers stop
@@ -171,13 +171,17 @@ def producer_main(args: ProducerArgs, counters, slot: int, end=None) -> None:
 
     logger = silent_logger("kafka_bench.producer")
     said = broker_errors.attach(logger, args.topic)
-    producer = Producer({**broker_errors.producer_config(args.config), "bootstrap.servers": args.bootstrap,
-                         "logger": logger})
+    config = {**broker_errors.producer_config(args.config), "bootstrap.servers": args.bootstrap, "logger": logger}
+    producer = Producer(config)
     padding = b"\0" * max(0, args.message_size - HEADER.size)
     produce, poll, topic = producer.produce, producer.poll, args.topic
+    fatal: list[str] = []  # the client's fatal error, until the producer is replaced
+    replaced: list[dict[str, Any]] = []  # every fatal error and when the producer was replaced
 
     def send(now: int) -> bool:
-        """Send message `seq` stamped with `now`; False when the client's queue is full."""
+        """Send message `seq` stamped with `now`; False when the client's queue is full, or when
+        the client has had a fatal error (an idempotent producer's broken sequence: the instance
+        is unusable) and must be replaced (`replace_producer`, outside any callback)."""
         nonlocal seq
         key = (index * 7919 + seq) % keys if keys else -1
         reported.append(0)
@@ -186,6 +190,13 @@ def producer_main(args: ProducerArgs, counters, slot: int, end=None) -> None:
                     key=None if key < 0 else b"k%d" % key, on_delivery=on_delivery)
         except BufferError:
             reported.pop()
+            return False
+        except KafkaException as exc:
+            reported.pop()
+            if not exc.args[0].fatal():
+                raise
+            if not fatal:
+                fatal.append(f"{exc.args[0].name()}: {exc.args[0].str()}")
             return False
         seq += 1
         stats[0] += 1
@@ -203,6 +214,21 @@ def producer_main(args: ProducerArgs, counters, slot: int, end=None) -> None:
             now = time_ns()
         return True
 
+    def replace_producer() -> None:
+        """What an application does on a fatal error: the unusable instance's messages purged
+        (their reports: _PURGE_QUEUE, failed; _PURGE_INFLIGHT, indeterminate), the instance
+        dropped, a new one (a new producer id) for the rest of the schedule."""
+        nonlocal producer, produce, poll
+        at, old = time_ns(), producer
+        with contextlib.suppress(Exception):
+            old.purge(in_queue=True, in_flight=True)
+            old.flush(5)
+        replaced.append({"at_ns": at, "seq": seq, "error": fatal[0] if fatal else "",
+                         "replaced_after_s": (time_ns() - at) / 1e9})
+        producer = Producer(config)
+        produce, poll = producer.produce, producer.poll
+        fatal.clear()
+
     # Connections and the topic's metadata before the first intended time, not after it; should
     # that fail, the sends wait for them, which the ledger shows.
     with contextlib.suppress(Exception):
@@ -214,12 +240,16 @@ def producer_main(args: ProducerArgs, counters, slot: int, end=None) -> None:
             if delay > 0:
                 time.sleep(delay / 1e9)
             if not send_due():  # the client's queue is full: let it drain, the intended times keep marching
+                if fatal:
+                    replace_producer()
                 poll(0.005)
             poll(0)
     else:  # unthrottled: no schedule, a message is intended when it is sent
         stop = end_ns()  # read again only when reached: the shared value is not read per message
         while (now := time_ns()) < stop or now < (stop := end_ns()):
             if not send(now):
+                if fatal:
+                    replace_producer()
                 poll(0.005)
             poll(0)
     deadline = time.monotonic() + args.flush_timeout_s
@@ -235,6 +265,10 @@ def producer_main(args: ProducerArgs, counters, slot: int, end=None) -> None:
         stats[3] += 1
     out.close()
     _publish(counters, base, stats)
+    if args.ledger_enabled and replaced:  # next to the ledger, for the run's load-end event
+        meta_path = Path(args.ledger_dir, f"producer-{args.index:03d}.json")
+        meta = json.loads(meta_path.read_text()) if meta_path.exists() else {"producer": args.index}
+        meta_path.write_text(json.dumps({**meta, "fatal_errors": replaced}))
 
 
 def consumer_main(args: ConsumerArgs, counters, slot: int, stop) -> None:

@@ -92,6 +92,7 @@ class RunSummary(Record):
     live_counters: LiveCounters
     trial: int = 1                      # which of the configuration's trials this run is (1-based)
     trials: int = 1                     # how many trials of its configuration the scenario asked for
+    expect_loss: bool = False           # a negative control: it must lose acknowledged writes
 
 
 # ---------------------------------------------------------------- events.jsonl

@@ -301,16 +301,16 @@ def _drive(run: Run) -> None:
         return Situation(run.inventory, status, run.topic, run.rng, busy)
 
     kills = [(g.name, g.kill_one_at_s) for g in w.consumer_groups if g.kill_one_at_s is not None]
-    names, injections = zip(*run.scenario.injections()) if run.scenario.faults else ((), ())
     run.steps = steps = schedule.Controller(
-        injections, kills, run.warmup_s, run.factor, run.start_ns,
+        run.scenario.injections(), kills, run.warmup_s, run.factor, run.start_ns,
         faults.AnsibleFaultInjector(run.runner, run.inventory_path, run.journal, offsets=run.offsets), run.events,
         situation,
         run.workers.kill_one_consumer,
         procedures=run.scenario.procedures,
         run_playbook=lambda playbook, progress, extravars: run.runner.run(playbook, run.inventory_path, extravars,
                                                                           progress=progress),
-        topic=run.topic, names=names, max_brokers_down=run.scenario.max_brokers_down)
+        topic=run.topic, max_brokers_down=run.scenario.max_brokers_down,
+        recovery_problems=lambda: _recovery_problems(run.inventory))
     try:
         while run.workers.producing():
             now_ns = time.time_ns()
@@ -388,10 +388,18 @@ def _summarize(run: Run) -> records.RunSummary:
         throughput_msgs_s=verdict.acked / ((end_ns - start_ns) / 1e9),
         faults=fault_log, valid=not run.invalid, invalid_reasons=run.invalid,
         live_counters=records.LiveCounters(sent=sent, acked=acked_live, failed=failed, indeterminate=indeterminate),
-        trial=run.trial, trials=s.trials,
+        trial=run.trial, trials=s.trials, expect_loss=s.expect_loss,
     )
     (run_dir / "summary.json").write_text(summary.model_dump_json(indent=2))
     return summary
+
+
+def _recovery_problems(inventory: ClusterInventory) -> list[str]:
+    """What keeps the cluster from having recovered now (nothing: it has)."""
+    try:
+        return cluster.describe(inventory).problems()
+    except cluster.ClusterUnreachable as exc:
+        return [str(exc)]
 
 
 def _wait_fully_replicated(inventory: ClusterInventory, topic: str, partitions: int, timeout: float = 60) -> None:

@@ -18,7 +18,7 @@ from typing import Annotated, Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from benchmarks.fault_kinds import KINDS, Fault, FaultSpec, Strict
+from benchmarks.fault_kinds import KINDS, Fault, Injection, Strict
 from benchmarks.procedures import NAMES as PROCEDURES
 from benchmarks.procedures import Procedure
 
@@ -111,6 +111,9 @@ class Scenario(Strict):
     # At most this many brokers under a fault at once: an injection due while as many are down is
     # skipped (recorded as such), not delayed. None: no bound.
     max_brokers_down: Annotated[int, Field(ge=1)] | None = None
+    # A negative control: built to lose acknowledged writes. The report flags the harness blind
+    # when one loses in fewer than 90% of its trials.
+    expect_loss: bool = False
 
     @model_validator(mode="after")
     def _coherent(self) -> Scenario:
@@ -140,15 +143,15 @@ class Scenario(Strict):
     def topic(self) -> str:
         return self.workload.topic or f"kb-{self.name}"
 
-    def injections(self) -> list[tuple[str, FaultSpec]]:
+    def injections(self) -> list[Injection]:
         """Every injection of the run as a one-off fault, in the order of their times, each named by
         its entry ("faults[0]", a recurring one's "faults[0] #3")."""
         out = []
         for index, fault in enumerate(self.faults):
-            occurrences = fault.occurrences(self.workload.duration_s)
-            out += [(f"faults[{index}]" + (f" #{n}" if fault.every_s is not None else ""), one)
-                    for n, one in enumerate(occurrences, 1)]
-        return sorted(out, key=lambda named: named[1].first_s)
+            numbered = fault.every_s is not None
+            out += [Injection(one, f"faults[{index}]" + (f" #{n}" if numbered else ""), fault.every_s)
+                    for n, one in enumerate(fault.occurrences(self.workload.duration_s), 1)]
+        return sorted(out, key=lambda injection: injection.fault.first_s)
 
     @property
     def fault_label(self) -> str:

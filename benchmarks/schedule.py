@@ -4,6 +4,8 @@ Steps are faults injected and healed, consumers killed, and operational procedur
 run under the load, benchmarks/procedures.py) with each of their plays recorded as an event. The controller owns each fault's
 whole life: resolve its target on the cluster as it is when the fault is due, journal the
 intent, record it as an event, inject it, schedule its heal from the moment it acted, heal it.
+A fault may first wait for a recovered cluster (`wait_recovered_s`), and an injection
+beyond `max_brokers_down` or (of a recurring fault) without a target is skipped and recorded.
 Steps run one at a time in the order of their times: a step resolves its target only once
 the step before it has acted, so two faults never pick the same broker and a `leader_of`
 target sees what earlier faults did. A fault's playbook starts `lead_s` before its time and
@@ -18,12 +20,13 @@ from __future__ import annotations
 
 import dataclasses
 import threading
+import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
 from benchmarks import records
 from benchmarks.ansible import PlaybookResult, ProgressCallback, ProgressEvent, summarize_failures
-from benchmarks.fault_kinds import FaultSpec, Situation
+from benchmarks.fault_kinds import FaultError, FaultSpec, Injection, Situation
 from benchmarks.faults import FaultRecord
 from benchmarks.procedures import Procedure
 
@@ -32,6 +35,9 @@ from benchmarks.procedures import Procedure
 FAULT_LEAD_S = 10.0
 
 INJECT, HEAL, KILL_CONSUMER, PROCEDURE = "inject", "heal", "kill-consumer", "procedure"
+# An injection waiting for a recovered cluster looks again this often (a step of its own, so
+# that heals and other steps due meanwhile are not held up by the wait).
+RECHECK, RECHECK_S = "recheck", 0.5
 
 
 @dataclasses.dataclass(frozen=True, order=True)
@@ -71,17 +77,20 @@ class Controller:
     (`busy`: brokers already under a fault); `kill_consumer(group)` stops one member of a group
     and returns its pid (None: none left)."""
 
-    def __init__(self, faults: Sequence[FaultSpec], consumer_kills: Sequence[tuple[str, float]], warmup_s: float,
+    def __init__(self, faults: Sequence[FaultSpec | Injection], consumer_kills: Sequence[tuple[str, float]], warmup_s: float,
                  factor: float, start_ns: int, injector: Injector, events: Events,
                  situation: Callable[[FaultSpec, frozenset[int]], Situation],
                  kill_consumer: Callable[[str], int | None], lead_s: float = FAULT_LEAD_S,
                  spawn: Callable[..., threading.Thread] = threading.Thread,
                  procedures: Sequence[Procedure] = (), run_playbook: PlaybookCall | None = None, topic: str = "",
-                 names: Sequence[str] = (), max_brokers_down: int | None = None) -> None:
-        self.faults, self.factor, self.start_ns = list(faults), factor, start_ns
-        # Each fault's name in the scenario ("faults[0]", a recurring fault's injection "faults[0] #3").
-        self.names = list(names) or [f"faults[{i}]" for i in range(len(self.faults))]
+                 max_brokers_down: int | None = None,
+                 recovery_problems: Callable[[], list[str]] = list, clock: Callable[[], int] = time.time_ns) -> None:
+        self.injections = [f if isinstance(f, Injection) else Injection(f, f"faults[{i}]") for i, f in enumerate(faults)]
+        self.faults, self.factor, self.start_ns = [i.fault for i in self.injections], factor, start_ns
         self.max_brokers_down = max_brokers_down
+        self.recovery_problems = recovery_problems  # what keeps the cluster from having recovered (nothing: it has)
+        self.clock = clock
+        self._gates: dict[int, tuple[int, float]] = {}  # injection waiting for recovery -> (due_ns, give up at s)
         self.injector, self.events, self.situation, self.kill_consumer = injector, events, situation, kill_consumer
         self.lead_s, self.spawn = lead_s, spawn
         self.procedures, self.run_playbook, self.topic = list(procedures), run_playbook, topic
@@ -140,7 +149,7 @@ class Controller:
         """Carry out one step; a failure invalidates the run with the reason."""
         due_ns = self.start_ns + int(step.at_s * 1e9)
         try:
-            if step.action == INJECT:
+            if step.action in (INJECT, RECHECK):
                 self._inject(int(step.what), due_ns)
             elif step.action == HEAL:
                 self._heal(int(step.what), due_ns)
@@ -151,22 +160,40 @@ class Controller:
                 if pid is not None:
                     self.events.write(records.ConsumerKilled(group=str(step.what), pid=pid))
         except Exception as exc:  # whatever failed, the run must say it
-            name = (f"{self.names[int(step.what)]} ({self.faults[int(step.what)].kind})" if step.action in (INJECT, HEAL)
+            name = (f"{self.injections[int(step.what)].name} ({self.faults[int(step.what)].kind})"
+                    if step.action in (INJECT, RECHECK, HEAL)
                     else f"procedures[{step.what}] ({self.procedures[int(step.what)].name})"
                     if step.action == PROCEDURE else f"{KILL_CONSUMER} ({step.what})")
             self.invalid.append(f"{name} {step.action} failed: {exc}")
             self.events.write(records.ScheduleStepFailed(action=step.action, step=name, error=str(exc)))
 
     def _inject(self, index: int, due_ns: int) -> None:
-        fault = self.faults[index]
+        injection = self.injections[index]
+        fault = injection.fault
+        if fault.wait_recovered_s is not None:
+            due_ns, give_up_s = self._gates.setdefault(index, (due_ns, self._give_up_s(injection, due_ns)))
+            problems = self.recovery_problems()
+            now_s = (self.clock() - self.start_ns) / 1e9
+            if problems and now_s < give_up_s:
+                with self._lock:
+                    self.steps = sorted([*self.steps, Step(now_s + RECHECK_S, RECHECK, index)])
+                return
+            if problems:
+                self._skip(injection, due_ns, f"the cluster had not recovered {now_s - (due_ns - self.start_ns) / 1e9:.0f} s "
+                           "after the injection was due: " + "; ".join(problems))
+                return
         busy = frozenset(r.broker_id for r in self.active.values() if r.broker_id is not None)
         if self.max_brokers_down is not None and len(busy) >= self.max_brokers_down:
-            self.events.write(records.FaultSkipped(
-                kind=fault.kind, step=self.names[index], scheduled_ns=due_ns,
-                reason=f"{len(busy)} broker(s) already under a fault ({', '.join(map(str, sorted(busy)))}); "
-                       f"max_brokers_down is {self.max_brokers_down}"))
+            self._skip(injection, due_ns, f"{len(busy)} broker(s) already under a fault "
+                       f"({', '.join(map(str, sorted(busy)))}); max_brokers_down is {self.max_brokers_down}")
             return
-        to = fault.resolve(self.situation(fault, busy))
+        try:
+            to = fault.resolve(self.situation(fault, busy))
+        except FaultError as exc:  # one of many: the cluster as earlier injections left it has no such target
+            if not injection.recurring:
+                raise
+            self._skip(injection, due_ns, f"no target: {exc}")
+            return
         record = self.injector.new_record(fault.kind, to.hosts, to.broker_id, to.reason, fault.extravars())
         self.records[index] = record
         self.events.write(records.FaultIntent(fault_id=record.fault_id, kind=fault.kind, hosts=list(to.hosts),
@@ -180,6 +207,18 @@ class Controller:
             heal_at_s = (int(at * 1e9) - self.start_ns) / 1e9 + (fault.heal_at_s - fault.first_s) * self.factor
             with self._lock:
                 self.steps = sorted([*self.steps, Step(heal_at_s, HEAL, index)])
+
+    def _give_up_s(self, injection: Injection, due_ns: int) -> float:
+        """When an injection waiting for a recovered cluster is skipped (seconds after the load's
+        start): its wait_recovered_s after it was due, and never past when the next injection
+        of its fault is due."""
+        due_s = (due_ns - self.start_ns) / 1e9
+        wait = injection.fault.wait_recovered_s or 0.0
+        return due_s + min(wait, injection.every_s) * self.factor if injection.every_s else due_s + wait * self.factor
+
+    def _skip(self, injection: Injection, due_ns: int, reason: str) -> None:
+        self.events.write(records.FaultSkipped(kind=injection.fault.kind, step=injection.name, scheduled_ns=due_ns,
+                                               reason=reason))
 
     def _heal(self, index: int, due_ns: int) -> None:
         record = self.records[index]

@@ -103,7 +103,7 @@ SUMMARY_COLUMNS = (
     "leaderless_partition", "leaderless_s", "under_min_isr_s", "hw_stall_s", "acked_invisible", "new_leader_s",
     "new_leader_from", "steady", "steady_p99_first_ms", "steady_p99_last_ms",
     "steady_p50_ms", "warm_p50_ms", "steady_acked_share", "causes", "faults_injected", "injections_with_loss", "trial",
-    "valid",
+    "expect_loss", "valid",
     "invalid_reasons",
 )
 # The run rows of summary.csv: the above, and what each gains of its configuration's trials.
@@ -157,6 +157,7 @@ def summarize(runs: DataFrame, counts_df: DataFrame, reordered_df: DataFrame, ph
             .join(steady.drop("steady_s"), on="run_id", how="left")
             .join(causes, on="run_id", how="left").join(injected, on="run_id", how="left")
             .withColumn("trial", F.coalesce(F.col("trial"), F.lit(1)))  # runs of older versions: one trial each
+            .withColumn("expect_loss", F.coalesce(F.col("expect_loss"), F.lit(False)))
             .fillna(0, subset=["sent", "acked", "failed", "indeterminate", "lost", "unseen", "duplicates", "reordered",
                                "failed_delivered", "indeterminate_delivered", "acked_invisible", "faults_injected",
                                "injections_with_loss"])

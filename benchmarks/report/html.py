@@ -182,8 +182,13 @@ def trials_rows(data: ReportData) -> list[dict[str, Any]]:
 def page(data: ReportData) -> str:
     generated = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     lost = sum(r.summary["lost"] + r.summary["unseen"] for r in data.runs)
-    headline = (f"{len(data.runs)} run(s); {lost:,} acknowledged message(s) lost or missing in all"
-                + ("" if lost else " — no run lost an acknowledged write"))
+    controls = sum(r.summary["lost"] + r.summary["unseen"] for r in data.runs if r.summary["expect_loss"])
+    headline = (f"{len(data.runs)} run(s); {lost - controls:,} acknowledged message(s) lost or missing in all"
+                + (f" (and {controls:,} by negative controls, built to lose them)" if controls else "")
+                + ("" if lost - controls else " — no run lost an acknowledged write but the negative controls"
+                   if controls else " — no run lost an acknowledged write"))
+    if any(t.figures["blind"] for t in data.trials):
+        headline = "HARNESS BLIND: a negative control did not lose what it was built to lose (see Trials). " + headline
     return _TEMPLATES.get_template("report.html.j2").render(
         source=data.source, generated=generated, headline=headline, comparison_headers=COMPARISON,
         loss_bars=Markup(loss_bars(data)), runs=[run_context(r) for r in data.runs], lost_ids_shown=LOST_IDS_SHOWN,

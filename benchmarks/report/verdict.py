@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from benchmarks.codes import BLIND_SHARE
+
 SETTINGS = (("acks", "acks={}"), ("replication_factor", "RF {}"), ("min_insync_replicas", "min ISR {}"),
             ("unclean_leader_election", "unclean election {}"), ("eligible_leader_replicas", "ELR {}"))
 ORIGIN = {"isr": "from the ISR", "elr": "from the Eligible Leader Replicas", "unclean": "by an unclean election"}
@@ -45,16 +47,22 @@ def verdict(row: dict[str, Any], peers: list[dict[str, Any]]) -> tuple[str, str]
                      f"{row['steady_p99_last_ms'] or 0:,.0f} ms in its last; p50 {row['steady_p50_ms'] or 0:,.1f} ms"
                      f"{_against_warm(row)}; {row['steady_acked_share'] or 0:.1%} of its sends acknowledged)")
         severity = "warn"
+    if row.get("expect_loss"):  # a negative control: the loss it was built to cause shows the harness can see it
+        if not row["lost"] + row["unseen"]:
+            parts.append("negative control LOST NOTHING: the harness may be blind to loss")
+            severity = "bad"
+        else:
+            parts.append("negative control: lost acknowledged writes, as it must")
     if row["lost"]:
         parts.append(f"{_plural(row['lost'], 'acknowledged message')} LOST")
-        severity = "bad"
+        severity = "bad" if not row.get("expect_loss") else severity
     elif not row["unseen"]:
         parts.append("0 lost")
     if row["unseen"]:
         # The final read went to the end offsets after healing: these are gone from the log too,
         # only nothing was written after them (the log was truncated below them).
         parts.append(f"{_plural(row['unseen'], 'acknowledged message')} MISSING past the end of the log (unseen)")
-        severity = "bad"
+        severity = "bad" if not row.get("expect_loss") else severity
     refused = row["failed"] + row["indeterminate"]
     if refused:
         written = row["failed_delivered"] + row["indeterminate_delivered"]
@@ -130,9 +138,16 @@ def trials_verdict(t: dict[str, Any]) -> tuple[str, str]:
     over the trials, with the 95% interval of the share that lost; bad when any trial lost an
     acknowledged write, warn when invalid trials were left out or none was valid."""
     n, lost, invalid = t["trials"], t["trials_with_loss"], t["trials_invalid"]
+    if t.get("blind"):
+        return (f"HARNESS BLIND: this negative control lost acknowledged writes in {lost} of "
+                f"{_plural(n, 'valid trial')} (it must in at least {BLIND_SHARE:.0%} of them); no verdict of this "
+                "harness on loss can be trusted until it sees the loss it was built to cause"), "bad"
     if not n:
         return f"no valid trial ({_plural(invalid, 'invalid trial')})", "warn"
-    if lost:
+    if t.get("expect_loss"):
+        parts = [f"negative control: lost acknowledged writes in {lost} of {_plural(n, 'trial')}, as it must "
+                 f"(median {t['lost_median']:,.0f}, max {t['lost_max']:,} a trial): the harness sees loss"]
+    elif lost:
         parts = [f"lost acknowledged writes in {lost} of {_plural(n, 'trial')} (median {t['lost_median']:,.0f}, "
                  f"max {t['lost_max']:,} a trial; 95% interval of the share that loses: "
                  f"{t['loss_ci_low']:.0%} to {t['loss_ci_high']:.0%})"]
@@ -153,4 +168,4 @@ def trials_verdict(t: dict[str, Any]) -> tuple[str, str]:
         parts.append(_plural(t["duplicates"], "duplicate"))
     if invalid:
         parts.append(f"{_plural(invalid, 'invalid trial')} left out")
-    return "; ".join(parts), "bad" if lost else "warn" if invalid else "good"
+    return "; ".join(parts), "bad" if lost and not t.get("expect_loss") else "warn" if invalid else "good"

@@ -158,3 +158,19 @@ def test_trials_are_phrased_over_the_trials_with_their_interval():
     assert trials_verdict(configuration(trials=0, trials_invalid=2)) == ("no valid trial (2 invalid trials)", "warn")
     text, _ = trials_verdict(configuration(trials=1, faults_injected=60, loss_ci_high=0.7935, injection_loss_ci_high=0.0602))
     assert "; 0 of 60 fault injections lost an acknowledged write (95% interval of the share: 0.0% to 6.0%);" in text
+
+
+
+def test_a_negative_control_is_good_when_it_loses_and_flags_a_blind_harness_when_it_does_not():
+    text, severity = verdict(row(expect_loss=True, lost=3), [])
+    assert text.startswith("negative control: lost acknowledged writes, as it must; 3 acknowledged messages LOST")
+    assert severity == "good"
+    text, severity = verdict(row(expect_loss=True), [])
+    assert text.startswith("negative control LOST NOTHING: the harness may be blind") and severity == "bad"
+    text, severity = trials_verdict(configuration(expect_loss=True, blind=True, trials_with_loss=8))
+    assert text.startswith("HARNESS BLIND: this negative control lost acknowledged writes in 8 of 10 valid trials "
+                           "(it must in at least 90% of them)") and severity == "bad"
+    text, severity = trials_verdict(configuration(expect_loss=True, blind=False, trials_with_loss=10, lost_median=120.0,
+                                                  lost_max=300, loss_ci_low=0.7225, loss_ci_high=1.0))
+    assert text.startswith("negative control: lost acknowledged writes in 10 of 10 trials, as it must (median 120, "
+                           "max 300 a trial): the harness sees loss") and severity == "good"

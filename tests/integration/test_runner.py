@@ -149,8 +149,10 @@ def test_negative_control_acks_1_with_lagging_followers_loses_acked_writes(clust
     [analysed] = outputs.build(str(tmp_path)).data.runs
     assert analysed.summary["lost"] + analysed.summary["unseen"] == summary.acked_lost
     # Lost (a later offset was read) or unseen (the log was truncated below them and nothing
-    # followed): either way acknowledged and gone, and the verdict says so.
-    assert analysed.severity == "bad" and ("LOST" in analysed.verdict or "MISSING" in analysed.verdict)
+    # followed): either way acknowledged and gone, and the verdict says so: as a negative control
+    # must, which shows the harness sees loss.
+    assert analysed.severity == "good" and ("LOST" in analysed.verdict or "MISSING" in analysed.verdict)
+    assert analysed.verdict.startswith("negative control: lost acknowledged writes, as it must")
     assert len(summary.acked_lost_ids) == min(20, summary.acked_lost)
     assert [f.kind for f in summary.faults] == ["broker-pause", "broker-pause", "broker-kill"]
     assert len({f.hosts[0] for f in summary.faults}) == 3, "the two pauses and the kill hit three different brokers"
@@ -164,7 +166,7 @@ def test_negative_control_unclean_election_loses_acked_writes(cluster_up, runner
     assert summary.acked_lost > 0, "unclean election after a long follower pause lost nothing: the harness is blind"
     [analysed] = outputs.build(str(tmp_path)).data.runs
     assert analysed.summary["lost"] + analysed.summary["unseen"] == summary.acked_lost
-    assert analysed.severity == "bad"
+    assert analysed.severity == "good" and "negative control: lost acknowledged writes, as it must" in analysed.verdict
 
 
 def test_acks_1_below_min_isr_is_acknowledged_but_unreadable_until_the_isr_grows_back(cluster_up, runner, tmp_path,

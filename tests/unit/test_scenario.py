@@ -133,7 +133,7 @@ def test_ports_apply_to_host_partition_only():
 
 def test_fault_falls_inside_the_measured_phase():
     msg = error_of(scenario={"workload": {"duration_s": 10}, "faults": [{"kind": "broker-kill", "at_s": 10}]})
-    assert "faults[0].at_s (10.0) must fall inside workload.duration_s (10.0)" in msg
+    assert "faults[0].at_s (10): the first injection must fall inside workload.duration_s (10)" in msg
 
 
 @pytest.mark.parametrize("field", ["leader_of", "follower_of"])
@@ -358,3 +358,17 @@ def test_upgrade_and_reassignment_parameters_are_checked_before_anything_runs():
     assert "replacing its disks loses them" in errors(alone)
     [run] = sc.parse(procedure(playbook="replace-broker", broker=2), "demo.yml", zookeeper)
     assert run.scenario is not None and run.scenario.procedures[0].extravars("t") == {"replace_broker_id": 2}
+
+
+def test_the_evidence_suite_kills_the_leader_at_least_60_times_and_repeats_its_controls_ten_times():
+    suite = ROOT / "benchmarks" / "suites" / "evidence"
+    for shape in (THREE_BROKERS, KRAFT_SHAPE):
+        [safe] = [r.scenario for r in sc.load(suite / "00-safe-profile-leader-kills.yml", shape)]
+        assert safe is not None and len(safe.injections()) >= 60 and not safe.quick
+        w, producer = safe.workload, safe.client.producer
+        assert (safe.client.acks, w.replication_factor, w.min_insync_replicas, w.unclean_leader_election,
+                producer["enable.idempotence"]) == ("all", 3, 2, False, True)
+        assert {(i.fault.kind, i.fault.target_words) for i in safe.injections()} == {("broker-kill", "leader of 0")}
+        for control in ("10-negative-acks1-lagging-followers.yml", "11-negative-unclean-election.yml"):
+            runs = [r.scenario for r in sc.load(suite / control, shape) if r.scenario]
+            assert runs and all(s.trials == 10 and s.expect_loss for s in runs), (control, shape)

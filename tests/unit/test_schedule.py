@@ -335,12 +335,13 @@ def test_a_recurring_fault_is_an_injection_every_period_each_healed_after_its_du
     s = nemesis([{"kind": "broker-kill", "every_s": 10, "duration_s": 4, "target": {"leader_of": 0}},
                  {"kind": "broker-pause", "at_s": 5, "every_s": 20, "until_s": 30, "duration_s": 2},
                  {"kind": "broker-stop", "at_s": 12, "heal_at_s": 13}], duration_s=45)
-    got = [(name, f.kind, f.at_s, f.heal_at_s) for name, f in s.injections()]
+    got = [(i.name, i.fault.kind, i.fault.at_s, i.fault.heal_at_s) for i in s.injections()]
     assert got == [("faults[1] #1", "broker-pause", 5, 7), ("faults[0] #1", "broker-kill", 10, 14),
                    ("faults[2]", "broker-stop", 12, 13), ("faults[0] #2", "broker-kill", 20, 24),
                    ("faults[1] #2", "broker-pause", 25, 27), ("faults[0] #3", "broker-kill", 30, 34),
                    ("faults[0] #4", "broker-kill", 40, 44)]
-    assert all(f.every_s is None for _, f in s.injections())
+    assert all(i.fault.every_s is None for i in s.injections())
+    assert [i.recurring for i in s.injections()] == [True, True, False, True, True, True, True]
     assert s.faults[0].label == "broker-kill (leader of 0) every 10 s from 10 s, 4 s each"
     assert s.faults[1].schedule_entry() == {"kind": "broker-pause", "target": "random broker", "at_s": 5,
                                             "heal_at_s": None, "every_s": 20, "duration_s": 2, "until_s": 30}
@@ -366,17 +367,15 @@ def test_a_recurring_fault_is_validated(fault, message):
 def test_an_injection_due_while_max_brokers_down_are_down_is_skipped_and_recorded():
     """A kill every 2 s lasting 3 s, at most one broker down: every other injection is skipped."""
     s = nemesis([{"kind": "broker-kill", "every_s": 2, "duration_s": 3}], max_brokers_down=1)
-    names, faults_ = zip(*s.injections())
     injector, events, spawned = FakeInjector(), Events(), []
 
     def spawn(**kwargs):
         spawned.append(StepThread(**kwargs))
         return spawned[-1]
 
-    steps = schedule.Controller(faults_, [], 2.0, 1.0, START, injector, events,
+    steps = schedule.Controller(s.injections(), [], 2.0, 1.0, START, injector, events,
                                 lambda fault, busy: Situation(INV, status(), "t", random.Random(1), busy),
-                                lambda group: None, lead_s=0.0, spawn=spawn, names=names,
-                                max_brokers_down=s.max_brokers_down)
+                                lambda group: None, lead_s=0.0, spawn=spawn, max_brokers_down=s.max_brokers_down)
     while steps.pending():
         assert steps.start_due(START + 100 * S) is not None
         spawned[-1].finish()
@@ -386,3 +385,72 @@ def test_an_injection_due_while_max_brokers_down_are_down_is_skipped_and_recorde
     assert [(e["step"], e["scheduled_ns"]) for e in skipped] == [("faults[0] #2", START + 6 * S),
                                                                  ("faults[0] #4", START + 10 * S)]
     assert skipped[0]["reason"].endswith("max_brokers_down is 1") and not steps.invalid
+
+
+def test_an_injection_of_a_recurring_fault_without_a_target_is_skipped_a_one_off_fails_the_run():
+    """Partition 1 has no leader (the status shows only partition 0): the recurring fault's
+    injections are skipped and recorded, the one-off fault's step fails and invalidates the run."""
+    s = nemesis([{"kind": "broker-kill", "every_s": 4, "duration_s": 1, "target": {"leader_of": 1}},
+                 {"kind": "broker-kill", "at_s": 6, "target": {"leader_of": 1}}], duration_s=9)
+    injector, events, spawned = FakeInjector(), Events(), []
+
+    def spawn(**kwargs):
+        spawned.append(StepThread(**kwargs))
+        return spawned[-1]
+
+    steps = schedule.Controller(s.injections(), [], 2.0, 1.0, START, injector, events,
+                                lambda fault, busy: Situation(INV, status(), "t", random.Random(1), busy),
+                                lambda group: None, lead_s=0.0, spawn=spawn)
+    while steps.pending():
+        steps.start_due(START + 100 * S)
+        spawned[-1].finish()
+    assert injector.calls == []
+    assert [(e["step"], e["reason"]) for e in events.named("fault-skipped")] == [
+        ("faults[0] #1", "no target: partition t-1 has no leader to target"),
+        ("faults[0] #2", "no target: partition t-1 has no leader to target")]
+    assert steps.invalid == ["faults[1] (broker-kill) inject failed: partition t-1 has no leader to target"]
+
+
+def test_an_injection_waits_for_a_recovered_cluster_without_holding_up_heals_and_gives_up_in_time():
+    """A kill every 4 s lasting 3 s (due at 6, 10 and 14 s), each waiting up to 5 s for a
+    recovered cluster. The first finds it recovered; the second waits until 12 s and acts; the
+    third never sees it recovered: it looks again every RECHECK_S, each time a step of its own, so
+    the second kill's heal (due at 15 s) is not held up, and it is skipped at 18 s, when the next
+    would be due (its period is shorter than its wait)."""
+    s = nemesis([{"kind": "broker-kill", "every_s": 4, "duration_s": 3, "wait_recovered_s": 5}], duration_s=15)
+    now = [START]
+
+    class ClockedInjector(FakeInjector):
+        def inject(self, record, not_before_ns=None):
+            super().inject(record, not_before_ns)
+            return max(now[0], not_before_ns) / 1e9
+
+    injector, events, spawned, order = ClockedInjector(), Events(), [], []
+
+    def problems():
+        injected = len([c for c in injector.calls if c[0] == "inject"])
+        return [] if injected == 0 or (injected == 1 and now[0] >= START + 12 * S) else ["broker 1 is fenced"]
+
+    def spawn(**kwargs):
+        spawned.append(StepThread(**kwargs))
+        return spawned[-1]
+
+    steps = schedule.Controller(s.injections(), [], 2.0, 1.0, START, injector, events,
+                                lambda fault, busy: Situation(INV, status(), "t", random.Random(1), busy),
+                                lambda group: None, lead_s=0.0, spawn=spawn, recovery_problems=problems,
+                                clock=lambda: now[0])
+    while steps.pending():
+        step = steps.start_due(now[0])
+        if step is None:
+            now[0] += S // 10
+            continue
+        order.append((step.action, round(step.at_s, 1)))
+        spawned[-1].finish()
+    assert [(c[0], c[3]) for c in injector.calls] == [("inject", START + 6 * S), ("revert", START + 9 * S),
+                                                       ("inject", START + 10 * S), ("revert", START + 15 * S)]
+    rechecks = [at for action, at in order if action == "recheck"]
+    assert rechecks[0] == 10.5 and 14.5 in rechecks and rechecks[-1] == 18.0
+    assert order.index(("recheck", 14.5)) < order.index(("heal", 15.0)) < order.index(("recheck", 15.5))
+    [skipped] = events.named("fault-skipped")
+    assert (skipped["step"], skipped["reason"]) == (
+        "faults[0] #3", "the cluster had not recovered 4 s after the injection was due: broker 1 is fenced")
