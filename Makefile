@@ -12,7 +12,7 @@ INVENTORY ?= inventories/local
 # Tools the tests and playbooks start (ansible-playbook, molecule, ...) come from the venv.
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: bench bench-durability bench-kraft bench-operations bench-lab bench-lab-kraft bench-operations-lab perf perf-deps perf-analysis report test test-deps test-unit test-cluster test-roles test-lab lint install cluster-up cluster-down cluster-status lab-deps lab-up lab-down clean
+.PHONY: bench bench-durability bench-kraft bench-operations bench-evidence bench-lab bench-lab-kraft bench-operations-lab perf perf-deps perf-analysis report test test-deps test-unit test-cluster test-roles test-lab lint install cluster-up cluster-down cluster-status lab-deps lab-up lab-down clean
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -42,6 +42,17 @@ bench-kraft: install
 	$(BIN)/kafka-bench cluster up --inventory $(KRAFT_INVENTORY)
 	$(BIN)/kafka-bench run seeds --quick --inventory $(KRAFT_INVENTORY)
 	$(BIN)/kafka-bench compare --newest seeds --out benchmarks/results/compare-seeds
+
+## The evidence suite: the safe profile under 64 leader kills in one run, and the negative controls,
+## 10 trials each, on ZooKeeper then on KRaft (the clusters share the broker ports: one at a time).
+## Fails (exit 7) when a negative control loses in fewer than 9 of its 10 trials. ~2 h.
+bench-evidence: install
+	$(BIN)/kafka-bench cluster up --inventory $(INVENTORY)
+	$(BIN)/kafka-bench run evidence --inventory $(INVENTORY)
+	$(BIN)/kafka-bench cluster down --inventory $(INVENTORY)
+	$(BIN)/kafka-bench cluster up --inventory $(KRAFT_INVENTORY)
+	$(BIN)/kafka-bench run evidence --inventory $(KRAFT_INVENTORY)
+	$(BIN)/kafka-bench cluster down --inventory $(KRAFT_INVENTORY)
 
 ## The operations suite, each procedure under load on the cluster it needs (they share the broker
 ## ports, so one at a time): on the ZooKeeper cluster the rolling restart, the throttled

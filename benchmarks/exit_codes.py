@@ -13,4 +13,5 @@ class ExitCode(enum.IntEnum):
     PLAYBOOK_FAILED = 4  # Ansible reported a failed or unreachable host
     UNHEALTHY = 5  # the cluster is reachable but not healthy (down brokers, under-replicated partitions)
     UNREACHABLE = 6  # no broker answered
+    BLIND = 7  # a negative control did not lose what it was built to lose: the harness cannot be trusted to see loss
     INTERRUPTED = 130

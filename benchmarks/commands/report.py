@@ -48,6 +48,8 @@ def analyse_and_report(root: str, out: Path | None = None, master: str = "local[
     stdout.print(f"summary: {report.csv} (and {report.parquet.name})")
     if report.lost:
         stdout.print(f"lost messages: {report.lost}")
+    for blind in (t for t in report.data.trials if t.figures["blind"]):
+        console.print(f"[red]HARNESS BLIND:[/] {blind.figures['scenario']}: {blind.verdict}")
     return report
 
 
@@ -67,4 +69,6 @@ def report(run_or_sweep_dir: str, out: Path | None, master: str, conf_pairs: tup
         conf = parse_conf(conf_pairs)
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="--conf") from exc
-    analyse_and_report(run_or_sweep_dir, out, master, conf, gap_threshold)
+    built = analyse_and_report(run_or_sweep_dir, out, master, conf, gap_threshold)
+    if any(t.figures["blind"] for t in built.data.trials):
+        raise click.exceptions.Exit(ExitCode.BLIND)

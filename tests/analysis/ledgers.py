@@ -108,15 +108,17 @@ def frames(spark):
 LOST = ((0, 3), (0, 13))
 
 
-def write_run_dir(spark, directory, run_id: str = RUN, trial: int = 1, loses: bool = True) -> None:
+def write_run_dir(spark, directory, run_id: str = RUN, trial: int = 1, loses: bool = True,
+                  expect_loss: bool = False) -> None:
     """The hand-built run as `kafka-bench run` lays it out on disk; as run `run_id`, the
-    configuration's `trial`, and without its two lost writes (never sent) unless `loses`."""
+    configuration's `trial`, without its two lost writes (never sent) unless `loses`, and as a
+    negative control with `expect_loss`."""
     import json
 
     from pyspark.sql import functions as F
 
     runs, events, produce, consume, timeline = (df.withColumn("run_id", F.lit(run_id)) for df in frames(spark))
-    runs = runs.withColumn("trial", F.lit(trial))
+    runs = runs.withColumn("trial", F.lit(trial)).withColumn("expect_loss", F.lit(expect_loss))
     if not loses:
         for producer, seq in LOST:
             produce = produce.filter((F.col("producer") != producer) | (F.col("seq") != seq))

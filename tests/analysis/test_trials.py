@@ -118,3 +118,21 @@ def test_a_negative_control_that_loses_in_fewer_than_nine_of_ten_trials_flags_th
              1.0, 1, 0, True) for i in range(10)]
     (row,) = trials.trials(spark.createDataFrame(rows, SUMMARY)).collect()
     assert (row.expect_loss, row.trials_with_loss, row.blind) == (True, losing, blind)
+
+
+def test_a_blind_negative_control_is_named_in_the_report_and_fails_the_command(spark, tmp_path):
+    """Two trials of a negative control, one losing: under 9 of 10, so the harness is blind."""
+    from click.testing import CliRunner
+
+    from benchmarks.cli import cli
+    from benchmarks.exit_codes import ExitCode
+
+    for trial in (1, 2):
+        ledgers.write_run_dir(spark, tmp_path / f"r{trial}", run_id=f"r{trial}", trial=trial, loses=trial == 1,
+                              expect_loss=True)
+    result = CliRunner().invoke(cli, ["report", str(tmp_path)])
+    assert result.exit_code == ExitCode.BLIND, result.output
+    assert "HARNESS BLIND: hand-built: HARNESS BLIND: this negative control lost acknowledged writes in 1 of 2" \
+        in " ".join(result.output.split())
+    page = (tmp_path / "report.html").read_text()
+    assert "<b>HARNESS BLIND: a negative control did not lose what it was built to lose" in page
