@@ -331,6 +331,28 @@ def nemesis(faults, duration_s=9.0, **over) -> Scenario:
     return Scenario.model_validate({"name": "n", "workload": {"duration_s": duration_s}, "faults": faults, **over})
 
 
+def scenario_controller(s: Scenario, injector=None, **options):
+    """The controller of a scenario's injections over fakes: (controller, injector, events, threads)."""
+    injector, events, spawned = injector or FakeInjector(), Events(), []
+
+    def spawn(**kwargs):
+        spawned.append(StepThread(**kwargs))
+        return spawned[-1]
+
+    steps = schedule.Controller(s.injections(), [], 2.0, 1.0, START, injector, events,
+                                lambda fault, busy: Situation(INV, status(), "t", random.Random(1), busy),
+                                lambda group: None, lead_s=0.0, spawn=spawn, max_brokers_down=s.max_brokers_down,
+                                **options)
+    return steps, injector, events, spawned
+
+
+def run_every_step(steps, spawned) -> None:
+    """Start and finish each step, as if every one were due."""
+    while steps.pending():
+        assert steps.start_due(START + 100 * S) is not None
+        spawned[-1].finish()
+
+
 def test_a_recurring_fault_is_an_injection_every_period_each_healed_after_its_duration():
     s = nemesis([{"kind": "broker-kill", "every_s": 10, "duration_s": 4, "target": {"leader_of": 0}},
                  {"kind": "broker-pause", "at_s": 5, "every_s": 20, "until_s": 30, "duration_s": 2},
@@ -366,19 +388,9 @@ def test_a_recurring_fault_is_validated(fault, message):
 
 def test_an_injection_due_while_max_brokers_down_are_down_is_skipped_and_recorded():
     """A kill every 2 s lasting 3 s, at most one broker down: every other injection is skipped."""
-    s = nemesis([{"kind": "broker-kill", "every_s": 2, "duration_s": 3}], max_brokers_down=1)
-    injector, events, spawned = FakeInjector(), Events(), []
-
-    def spawn(**kwargs):
-        spawned.append(StepThread(**kwargs))
-        return spawned[-1]
-
-    steps = schedule.Controller(s.injections(), [], 2.0, 1.0, START, injector, events,
-                                lambda fault, busy: Situation(INV, status(), "t", random.Random(1), busy),
-                                lambda group: None, lead_s=0.0, spawn=spawn, max_brokers_down=s.max_brokers_down)
-    while steps.pending():
-        assert steps.start_due(START + 100 * S) is not None
-        spawned[-1].finish()
+    steps, injector, events, spawned = scenario_controller(
+        nemesis([{"kind": "broker-kill", "every_s": 2, "duration_s": 3}], max_brokers_down=1))
+    run_every_step(steps, spawned)
     assert [(c[0], c[3]) for c in injector.calls] == [("inject", START + 4 * S), ("revert", START + 7 * S),
                                                        ("inject", START + 8 * S), ("revert", START + 11 * S)]
     skipped = events.named("fault-skipped")
@@ -390,20 +402,10 @@ def test_an_injection_due_while_max_brokers_down_are_down_is_skipped_and_recorde
 def test_an_injection_of_a_recurring_fault_without_a_target_is_skipped_a_one_off_fails_the_run():
     """Partition 1 has no leader (the status shows only partition 0): the recurring fault's
     injections are skipped and recorded, the one-off fault's step fails and invalidates the run."""
-    s = nemesis([{"kind": "broker-kill", "every_s": 4, "duration_s": 1, "target": {"leader_of": 1}},
-                 {"kind": "broker-kill", "at_s": 6, "target": {"leader_of": 1}}], duration_s=9)
-    injector, events, spawned = FakeInjector(), Events(), []
-
-    def spawn(**kwargs):
-        spawned.append(StepThread(**kwargs))
-        return spawned[-1]
-
-    steps = schedule.Controller(s.injections(), [], 2.0, 1.0, START, injector, events,
-                                lambda fault, busy: Situation(INV, status(), "t", random.Random(1), busy),
-                                lambda group: None, lead_s=0.0, spawn=spawn)
-    while steps.pending():
-        steps.start_due(START + 100 * S)
-        spawned[-1].finish()
+    steps, injector, events, spawned = scenario_controller(
+        nemesis([{"kind": "broker-kill", "every_s": 4, "duration_s": 1, "target": {"leader_of": 1}},
+                 {"kind": "broker-kill", "at_s": 6, "target": {"leader_of": 1}}], duration_s=9))
+    run_every_step(steps, spawned)
     assert injector.calls == []
     assert [(e["step"], e["reason"]) for e in events.named("fault-skipped")] == [
         ("faults[0] #1", "no target: partition t-1 has no leader to target"),
@@ -425,20 +427,13 @@ def test_an_injection_waits_for_a_recovered_cluster_without_holding_up_heals_and
             super().inject(record, not_before_ns)
             return max(now[0], not_before_ns) / 1e9
 
-    injector, events, spawned, order = ClockedInjector(), Events(), [], []
+    injector, order = ClockedInjector(), []
 
     def problems():
         injected = len([c for c in injector.calls if c[0] == "inject"])
         return [] if injected == 0 or (injected == 1 and now[0] >= START + 12 * S) else ["broker 1 is fenced"]
 
-    def spawn(**kwargs):
-        spawned.append(StepThread(**kwargs))
-        return spawned[-1]
-
-    steps = schedule.Controller(s.injections(), [], 2.0, 1.0, START, injector, events,
-                                lambda fault, busy: Situation(INV, status(), "t", random.Random(1), busy),
-                                lambda group: None, lead_s=0.0, spawn=spawn, recovery_problems=problems,
-                                clock=lambda: now[0])
+    steps, _, events, spawned = scenario_controller(s, injector, recovery_problems=problems, clock=lambda: now[0])
     while steps.pending():
         step = steps.start_due(now[0])
         if step is None:
