@@ -133,6 +133,7 @@ class FaultSpec(Strict):
     reads_cluster: ClassVar[bool] = True  # resolving the target needs the cluster's state
     modes: ClassVar[frozenset[str]] = frozenset({"kraft", "zookeeper"})  # metadata modes the kind applies to
     needs_own_addresses: ClassVar[bool] = False  # brokers on hosts with addresses of their own
+    needs_netem: ClassVar[bool] = False  # the hosts' kernel must have sch_netem (tc netem)
     heal_order: ClassVar[int] = 1  # `heal` reverts outstanding faults of lower order first
 
     @model_validator(mode="after")
@@ -444,9 +445,47 @@ class HostPartition(OnABroker):
         return {"fault_ports": list(self.ports)} if self.ports else {}
 
 
+class PacketLoss(OnABroker):
+    """A lossy network at the target's host: `percent` of the packets between it and every other
+    cluster host and the clients dropped at random, both ways (nftables; 0.01% steps)."""
+
+    kind: Literal["packet-loss"]
+    playbook = "faults/packet-loss.yml"
+    needs_own_addresses = True
+    percent: Annotated[float, Field(gt=0, lt=100, multiple_of=0.01)]
+
+    @property
+    def target_words(self) -> str:
+        return f"{self.target.words}; {self.percent:g}% of packets"
+
+    def extravars(self) -> dict[str, Any]:
+        return {"fault_loss_percent": self.percent}
+
+
+class NetworkDelay(OnABroker):
+    """A slow network at the target's host: every packet it sends waits `delay_ms` (± `jitter_ms`),
+    with tc netem on the interface that reaches the other cluster hosts. Needs a kernel with
+    sch_netem: real hosts and Vagrant VMs; not the lab, whose hosts share a kernel without it."""
+
+    kind: Literal["network-delay"]
+    playbook = "faults/network-delay.yml"
+    needs_own_addresses = True
+    needs_netem = True
+    delay_ms: Annotated[int, Field(ge=1, le=60_000)]
+    jitter_ms: Annotated[int, Field(ge=0, le=60_000)] = 0
+
+    @property
+    def target_words(self) -> str:
+        return f"{self.target.words}; +{self.delay_ms} ms" + (f" ± {self.jitter_ms} ms" if self.jitter_ms else "")
+
+    def extravars(self) -> dict[str, Any]:
+        return {"fault_delay_ms": self.delay_ms, "fault_jitter_ms": self.jitter_ms}
+
+
 # The scenario's `faults` entries: a union keyed on `kind`, in the order users see the kinds.
 Fault = Annotated[BrokerKill | BrokerStop | BrokerPause | BrokerRestart | ZooKeeperStop | ControllerKill
-                  | ControllerStop | ControllerPause | QuorumLoss | HostIsolate | HostPartition,
+                  | ControllerStop | ControllerPause | QuorumLoss | HostIsolate | HostPartition | PacketLoss
+                  | NetworkDelay,
                   Field(discriminator="kind")]
 SPECS: tuple[type[FaultSpec], ...] = get_args(get_args(Fault)[0])
 KINDS: dict[str, type[FaultSpec]] = {get_args(spec.model_fields["kind"].annotation)[0]: spec for spec in SPECS}

@@ -84,6 +84,29 @@ class LabSpec:
         raise LabError(f"{self.inventory}: no lab host {name!r}; hosts are {', '.join(h.name for h in self.hosts)}")
 
 
+def kernel_netem_missing(sys_module: Path = Path("/sys/module"), modprobe: str = "modprobe") -> str:
+    """Why this machine's kernel cannot run tc netem (empty: it can): no sch_netem loaded, and
+    modprobe finds none to load."""
+    if (sys_module / "sch_netem").exists():
+        return ""
+    try:
+        found = subprocess.run([modprobe, "-n", "sch_netem"], capture_output=True, text=True, timeout=10)
+    except OSError as exc:
+        return f"this machine's kernel has no sch_netem loaded and modprobe cannot look for one ({exc.strerror})"
+    return "" if found.returncode == 0 else f"this machine's kernel has none ({found.stderr.strip() or 'modprobe -n failed'})"
+
+
+def netem_missing(inventory_path: Path | str, kernel: Callable[[], str] | None = None) -> str:
+    """Why the hosts of `inventory_path` cannot run tc netem, when this machine can tell: a lab's
+    hosts share this machine's kernel. Empty for any other inventory (its hosts' own kernels decide)."""
+    try:
+        load_spec(inventory_path)
+    except (LabError, inventory_lib.InventoryError, OSError):
+        return ""
+    missing = (kernel or kernel_netem_missing)()
+    return f"the lab's hosts share this machine's kernel: {missing}" if missing else ""
+
+
 def load_spec(inventory_path: Path | str = DEFAULT_INVENTORY) -> LabSpec:
     """The lab an inventory describes, checked before anything is created: every host's
     ansible_host inside kafka_bench_lab_network and distinct from the bridge's addresses."""

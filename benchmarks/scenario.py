@@ -240,6 +240,9 @@ class ClusterShape:
     controller_ids: tuple[int, ...] = ()  # KRaft controllers' node ids
     migration_controllers: int = 0  # controllers waiting for a ZooKeeper -> KRaft migration
     kafka_version: str = ""  # the release the inventory runs (empty: unknown)
+    # Why its hosts' kernel has no sch_netem (tc netem), when known (the lab's hosts share this
+    # machine's kernel); empty: it may have it (real hosts, Vagrant: the fault's playbook checks).
+    no_netem: str = ""
 
 
 def _impossible(raw: dict[str, Any], cluster: ClusterShape | None) -> tuple[str, str] | None:
@@ -275,6 +278,12 @@ def _cluster_errors(run: Run, source: str, cluster: ClusterShape) -> list[str]:
             continue
         errors += [f"{field}.{name}: {message}" for name, message in fault.inventory_errors(cluster.broker_ids)]
         errors += [f"{field}.{name}: {message}" for name, message in fault.controller_errors(cluster.controller_ids)]
+        if fault.needs_netem and cluster.no_netem:
+            errors.append(f"{field}.kind: {fault.kind} needs tc netem (the sch_netem kernel module), and "
+                          f"{cluster.no_netem}: run it on real hosts or Vagrant VMs; allowed here: "
+                          + ", ".join(kind for kind, spec in KINDS.items()
+                                      if not spec.needs_netem and cluster.metadata_mode in spec.modes))
+            continue
         if cluster.hosts < 2 and fault.needs_own_addresses:
             errors.append(f"{field}.kind: {fault.kind} needs brokers on hosts with "
                           "addresses of their own (inventories/lab, Vagrant or real hosts); this inventory "

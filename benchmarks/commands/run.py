@@ -11,6 +11,7 @@ import click
 from rich.live import Live
 from rich.table import Table
 
+from benchmarks import lab as lab_lib
 from benchmarks import paths
 from benchmarks import runner as runner_lib
 from benchmarks import scenario as scenario_lib
@@ -110,7 +111,8 @@ def run(ctx: click.Context, suite_or_file: str, inventory_path: Path, quick: boo
     try:
         shape = scenario_lib.ClusterShape(tuple(b.broker_id for b in inv.brokers), len({b.host for b in inv.brokers}),
                                           inv.metadata_mode, tuple(c.node_id for c in inv.controllers),
-                                          len(inv.migration_controllers), inv.kafka_version)
+                                          len(inv.migration_controllers), inv.kafka_version,
+                                          lab_lib.netem_missing(inventory_path))
         files = scenario_files(suite_or_file)
         runs = [run for path in files for run in scenario_lib.load(path, shape, in_suite=len(files) > 1)]
         if runs and all(r.scenario is None for r in runs):

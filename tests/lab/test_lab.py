@@ -7,6 +7,8 @@ Run with `make test-lab` (it installs openssh-server and nftables when missing).
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
 import threading
 import time
@@ -119,6 +121,59 @@ def test_acks_all_writes_go_on_through_a_broker_kill_and_a_host_isolation(lab_cl
         # acks=all writes are acknowledged again while the fault lasts, up to its end.
         assert stamps, f"{intent['kind']}: no acks=all write was acknowledged during the fault"
         assert stamps[-1] > end - 3e9, f"{intent['kind']}: acks stopped {(end - stamps[-1]) / 1e9:.1f} s before the heal"
+
+
+def loss_counters(lab, host: str) -> dict[str, int]:
+    """The packets the packet-loss table on `host` has seen and dropped (both chains), from nft's JSON."""
+    listed = json.loads(ssh(lab, host, "nft -j list table inet kafka_bench_loss"))
+    counts = {"seen": 0, "dropped": 0}
+    for item in listed["nftables"]:
+        rule = item.get("rule")
+        if rule and rule.get("comment") in counts:
+            counts[rule["comment"]] += next(e["counter"]["packets"] for e in rule["expr"] if "counter" in e)
+    return counts
+
+
+def test_packet_loss_drops_its_share_for_real_and_heal_reverts_it_after_the_runner_was_killed(lab, lab_cluster,
+                                                                                              tmp_path):
+    """packet-loss of 20% at broker 2's host under load: nftables there sees the cluster's and the
+    clients' packets and drops about a fifth of them, both ways. The runner is SIGKILLed while the
+    fault is in force; `kafka-bench heal` reverts it from the journal (the table is gone) and a
+    second heal finds nothing to revert."""
+    scenario_file = tmp_path / "lossy.yml"
+    scenario_file.write_text(json.dumps({"scenario": {
+        "name": "lossy", "workload": {"rate": 300, "producers": 1, "warmup_s": 1, "duration_s": 120},
+        "faults": [{"kind": "packet-loss", "at_s": 2, "percent": 20, "target": {"broker": 2}}]}}))
+    results = tmp_path / "results"
+    proc = subprocess.Popen([ROOT / ".venv" / "bin" / "kafka-bench", "run", str(scenario_file), "-i", str(LAB),
+                             "--results", str(results)], cwd=ROOT, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, start_new_session=True)
+
+    def injected():
+        logs = list(results.glob("*/*/events.jsonl"))
+        return logs and '"fault-injected"' in logs[0].read_text()
+
+    try:
+        wait_for(injected, 180, interval=0.5, what="the packet loss injected")
+        time.sleep(8)
+        counts = loss_counters(lab, "lab3")
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(30)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    share = counts["dropped"] / counts["seen"]
+    print(f"\npacket-loss 20% at lab3: {counts['dropped']} of {counts['seen']} packets dropped ({share:.1%})")
+    assert counts["seen"] > 500 and 0.12 < share < 0.28, counts
+    healed = subprocess.run([ROOT / ".venv" / "bin" / "kafka-bench", "heal", "-i", str(LAB)], capture_output=True,
+                            text=True, timeout=300, cwd=ROOT)
+    assert healed.returncode == 0, healed.stderr
+    assert "reverted packet-loss on lab3" in healed.stderr, healed.stderr
+    assert "kafka_bench_loss" not in ssh(lab, "lab3", "nft list tables")
+    again = subprocess.run([ROOT / ".venv" / "bin" / "kafka-bench", "heal", "-i", str(LAB)], capture_output=True,
+                           text=True, timeout=300, cwd=ROOT)
+    assert "no fault to revert" in again.stderr, again.stderr
+    wait_for(lambda: cluster.describe(lab_cluster).healthy, 120, what="a healthy cluster after the heal")
 
 
 def test_the_ensemble_survives_losing_one_zookeeper_server(lab_cluster, runner):

@@ -168,3 +168,27 @@ def test_trials_are_validated_in_the_scenario_file():
 
     with pytest.raises(sc.ScenarioError, match=r"demo.yml: scenario.trials: Input should be greater than or equal to 1"):
         sc.parse({"scenario": {"name": "demo", "trials": 0}}, "demo.yml")
+
+
+def test_network_delay_is_refused_on_the_lab_when_this_kernel_has_no_netem(tmp_path, monkeypatch):
+    """The lab's hosts share this machine's kernel: without sch_netem the scenario is refused
+    before anything runs, naming why and what the lab can do instead; on real hosts (any other
+    inventory) the fault's playbook checks the hosts' own kernels."""
+    from benchmarks import lab as lab_lib
+    from benchmarks import scenario as sc
+    from tests.conftest import ROOT
+
+    monkeypatch.setattr(lab_lib, "kernel_netem_missing", lambda: "this machine's kernel has none")
+    slow = tmp_path / "slow.yml"
+    slow.write_text("scenario: {name: slow, faults: [{kind: network-delay, at_s: 1, delay_ms: 100, "
+                    "target: {broker: 1}}]}\n")
+    fake = FakeRunner(result())
+    out = invoke(fake, "run", str(slow), "-i", str(ROOT / "inventories" / "lab"))
+    assert out.exit_code == ExitCode.INVALID_INPUT, out.output
+    said = " ".join(out.output.split())
+    assert ("slow.yml: scenario.faults[0].kind: network-delay needs tc netem (the sch_netem kernel module), and the "
+            "lab's hosts share this machine's kernel: this machine's kernel has none: run it on real hosts or Vagrant "
+            "VMs; allowed here: broker-kill,") in said and "packet-loss" in said
+    assert fake.calls == []
+    real_hosts = sc.ClusterShape(broker_ids=(0, 1, 2), hosts=3)
+    assert len(sc.load(slow, real_hosts)) == 1

@@ -80,7 +80,8 @@ def test_every_kind_has_its_playbook_and_only_its_own_options():
         assert (ROOT / "playbooks" / cls.playbook).is_file(), kind
     assert spec(kind="host-partition", ports=[9092]).extravars() == {"fault_ports": [9092]}
     assert spec(kind="host-partition").extravars() == {} == spec(kind="broker-kill").extravars()
-    assert [k for k, cls in KINDS.items() if cls.needs_own_addresses] == ["host-isolate", "host-partition"]
+    assert [k for k, cls in KINDS.items() if cls.needs_own_addresses] == ["host-isolate", "host-partition", "packet-loss",
+                                                                            "network-delay"]
     with pytest.raises(faults.FaultError, match="unknown fault 'disk-full'; known: broker-kill, "):
         spec_of("disk-full")
 
@@ -214,3 +215,12 @@ def test_follower_target_needs_a_leader_and_a_follower():
                       kraft_status(DEDICATED, 9990, {9990, 9991, 9992}), exclude=frozenset({9991, 9992}))
     with pytest.raises(ValueError, match="exactly one of active: true, follower: true, node"):
         spec(kind="controller-kill", target={"active": True, "node": 1})
+
+
+def test_packet_loss_needs_its_share_and_hands_it_to_its_playbook():
+    fault = FAULT.validate_python({"kind": "packet-loss", "at_s": 1, "percent": 2.5, "target": {"broker": 1}})
+    assert (fault.playbook, fault.extravars(), fault.label) == (
+        "faults/packet-loss.yml", {"fault_loss_percent": 2.5}, "packet-loss (broker 1; 2.5% of packets) at 1 s")
+    for bad in (0, 100, 0.001):
+        with pytest.raises(ValueError, match="percent"):
+            FAULT.validate_python({"kind": "packet-loss", "at_s": 1, "percent": bad})

@@ -92,7 +92,7 @@ def test_fault_kind_lists_the_allowed_values():
     msg = error_of(scenario={"faults": [{"kind": "broker-kil", "at_s": 1}]})
     assert "scenario.faults[0].kind: must be one of 'broker-kill', 'broker-stop', 'broker-pause', " \
            "'broker-restart', 'zookeeper-stop', 'controller-kill', 'controller-stop', 'controller-pause', " \
-           "'quorum-loss', 'host-isolate' or 'host-partition' (got 'broker-kil')" in msg
+           "'quorum-loss', 'host-isolate', 'host-partition', 'packet-loss' or 'network-delay' (got 'broker-kil')" in msg
 
 
 @pytest.mark.parametrize("target", [{}, {"broker": 1, "controller": True}, {"random": False}])
