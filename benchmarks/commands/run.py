@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import collections
 import json
 import time
 from collections.abc import Callable
@@ -12,7 +13,7 @@ from rich.live import Live
 from rich.table import Table
 
 from benchmarks import lab as lab_lib
-from benchmarks import paths
+from benchmarks import paths, records
 from benchmarks import runner as runner_lib
 from benchmarks import scenario as scenario_lib
 from benchmarks.commands.cluster import inventory_option, load_inventory_or_exit, playbook_runner
@@ -55,6 +56,14 @@ class ProgressLines:
             self._last_at, self._last_phase = now, phase
 
 
+def _faults_cell(applied: list[records.AppliedFault], shown: int = 3) -> str:
+    """The faults a run applied, each with its target; many (a recurring fault's) counted by kind."""
+    if len(applied) <= shown:
+        return "; ".join(f"{f.kind} ({f.target})" for f in applied) or "-"
+    kinds = collections.Counter(f.kind for f in applied)
+    return f"{len(applied)} injections: " + ", ".join(f"{kind} x{n}" for kind, n in kinds.items())
+
+
 def summary_table(summaries: list[runner_lib.RunSummary], skipped: list[scenario_lib.Run]) -> Table:
     table = Table(title="Runs", title_justify="left")
     for col in ("scenario", "acks", "RF", "min ISR", "sent", "acked", "failed", "indet.", "lost (acked)",
@@ -65,7 +74,7 @@ def summary_table(summaries: list[runner_lib.RunSummary], skipped: list[scenario
         table.add_row(name, s.acks, str(s.replication_factor), str(s.min_insync_replicas), str(s.sent),
                       str(s.acked), str(s.failed), str(s.indeterminate),
                       f"[red]{s.acked_lost}[/]" if s.acked_lost else "0", f"{s.throughput_msgs_s:,.0f}",
-                      "; ".join(f"{f.kind} ({f.target})" for f in s.faults) or "-",
+                      _faults_cell(s.faults),
                       "yes" if s.valid else "[red]no[/]")
     for run in skipped:
         table.add_row(f"(point {run.index})" if run.point else "(scenario)", "", "", "", "", "", "", "", "", "",
