@@ -8,7 +8,7 @@ checker's two kinds of acknowledged loss). The interval is Wilson's score interv
 share of trials that lose: with 0 losses in n trials its upper bound is z²/(n+z²) (6.0% for 60
 trials, 27.8% for 10), with n of n its lower bound n/(n+z²).
 
-A run with many injections (a recurring fault) is also counted per **injection**: each lost
+A run with a recurring fault (`recurring`) is also counted per **injection**: each lost
 acknowledged write is charged to the injection in force when it was acknowledged (the latest,
 if several were), else to the first injected after its ack (a leader killed with writes it alone
 held), else to the run's last injection; an injection **lost** when any write is charged to it.
@@ -36,7 +36,7 @@ CONFIGURATION = ("scenario", "metadata_mode", "kafka_version")
 PER_RUN = ("trials", "trials_with_loss", "loss_ci_low", "loss_ci_high")
 TRIALS_COLUMNS = (
     *CONFIGURATION, "acks", "replication_factor", "min_insync_replicas", "unclean_leader_election", "fault",
-    "expect_loss", "blind", "trials", "trials_invalid", "trials_with_loss", "loss_ci_low", "loss_ci_high",
+    "expect_loss", "blind", "recurring", "trials", "trials_invalid", "trials_with_loss", "loss_ci_low", "loss_ci_high",
     "lost_median", "lost_max",
     "unavailable_median_s", "unavailable_p90_s", "unavailable_max_s", "new_leader_median_s", "new_leader_p90_s",
     "new_leader_max_s", "duplicates", "faults_injected", "injections_with_loss", "injection_loss_ci_low",
@@ -74,6 +74,7 @@ def trials(summary: DataFrame) -> DataFrame:
         F.first("min_insync_replicas").alias("min_insync_replicas"),
         F.first("unclean_leader_election").alias("unclean_leader_election"), F.first("fault").alias("fault"),
         F.max("expect_loss").alias("expect_loss"),
+        F.max(F.exists("fault_schedule", lambda f: f["every_s"].isNotNull())).alias("recurring"),
         F.count(F.when(valid, 1)).alias("trials"), F.count(F.when(~valid, 1)).alias("trials_invalid"),
         F.count(F.when(loss > 0, 1)).alias("trials_with_loss"),
         F.percentile(loss, 0.5).alias("lost_median"), F.max(loss).alias("lost_max"),

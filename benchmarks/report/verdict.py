@@ -155,9 +155,13 @@ def trials_verdict(t: dict[str, Any]) -> tuple[str, str]:
         parts = [f"0 of {_plural(n, 'trial')} lost an acknowledged write (chance that a trial loses: below "
                  f"{t['loss_ci_high']:.1%} at 95% confidence)"]
     injections, charged = t["faults_injected"] or 0, t["injections_with_loss"] or 0
-    if injections > n:  # recurring faults: the evidence per injection too
-        parts.append(f"{charged} of {injections:,} fault injections lost an acknowledged write (95% interval of the "
-                     f"share: {t['injection_loss_ci_low']:.1%} to {t['injection_loss_ci_high']:.1%})")
+    if t.get("recurring"):  # many injections of one fault: the evidence per injection too
+        per_injection = (f"{charged} of {injections:,} fault injections lost an acknowledged write (95% interval of the "
+                         f"share: {t['injection_loss_ci_low']:.1%} to {t['injection_loss_ci_high']:.1%})")
+        if n == 1 and not t.get("expect_loss"):  # one run: its injections are the evidence
+            parts = [per_injection + (f"; {t['lost_max']:,} acknowledged writes lost" if lost else "")]
+        else:
+            parts.append(per_injection)
     elif injections:
         parts.append(f"{_plural(injections, 'fault')} injected")
     if t["unavailable_max_s"]:

@@ -35,7 +35,7 @@ def test_the_wilson_interval_matches_published_values(spark):
 SUMMARY = ("scenario string, metadata_mode string, kafka_version string, acks string, replication_factor int, "
            "min_insync_replicas int, unclean_leader_election boolean, fault string, valid boolean, lost long, "
            "unseen long, duplicates long, unavailable_s double, new_leader_s double, faults_injected long, "
-           "injections_with_loss long, expect_loss boolean")
+           "injections_with_loss long, expect_loss boolean, fault_schedule array<struct<every_s:double>>")
 
 
 def test_trials_are_summed_up_per_configuration(spark):
@@ -45,7 +45,8 @@ def test_trials_are_summed_up_per_configuration(spark):
     def run(scenario, mode, valid, lost, unseen, dup, unavailable, leader):
         acks = "1" if scenario == "acks-1" else "all"
         return (scenario, mode, "3.9.2" if mode == "zookeeper" else "4.3.1", acks, 3, 2, False, "broker-kill", valid,
-                lost, unseen, dup, unavailable, leader, 1, 1 if lost + unseen else 0, False)
+                lost, unseen, dup, unavailable, leader, 1, 1 if lost + unseen else 0, False,
+                [{"every_s": 10.0 if mode == "kraft" else None}])
 
     summary = spark.createDataFrame([
         run("acks-1", "zookeeper", True, 5, 0, 0, 10.0, 9.0), run("acks-1", "zookeeper", True, 0, 1, 2, 20.0, 8.0),
@@ -68,6 +69,7 @@ def test_trials_are_summed_up_per_configuration(spark):
        "faults_injected long, injections_with_loss long")
     assertDataFrameEqual(got, expected, rtol=1e-9)
     interval = {r.scenario + r.metadata_mode: (r.loss_ci_low, r.loss_ci_high) for r in trials.trials(summary).collect()}
+    assert {r.metadata_mode: r.recurring for r in trials.trials(summary).collect()} == {"kraft": True, "zookeeper": False}
     assert interval["acks-1zookeeper"] == (pytest.approx(0.1500, abs=1e-4), pytest.approx(0.8500, abs=1e-4))
     assert interval["acks-allkraft"] == (0.0, pytest.approx(0.7935, abs=1e-4))
 
@@ -115,7 +117,7 @@ def test_each_lost_write_is_charged_to_one_injection(spark, second, expected):
 @pytest.mark.parametrize(("losing", "blind"), [(9, False), (10, False), (8, True), (0, True)])
 def test_a_negative_control_that_loses_in_fewer_than_nine_of_ten_trials_flags_the_harness_blind(spark, losing, blind):
     rows = [("control", "zookeeper", "3.9.2", "1", 3, 1, False, "broker-kill", True, 5 if i < losing else 0, 0, 0, 1.0,
-             1.0, 1, 0, True) for i in range(10)]
+             1.0, 1, 0, True, []) for i in range(10)]
     (row,) = trials.trials(spark.createDataFrame(rows, SUMMARY)).collect()
     assert (row.expect_loss, row.trials_with_loss, row.blind) == (True, losing, blind)
 

@@ -156,8 +156,12 @@ def test_trials_are_phrased_over_the_trials_with_their_interval():
     assert text.endswith("; 1 invalid trial left out") and "new leader" not in text
     assert severity == "bad"
     assert trials_verdict(configuration(trials=0, trials_invalid=2)) == ("no valid trial (2 invalid trials)", "warn")
-    text, _ = trials_verdict(configuration(trials=1, faults_injected=60, loss_ci_high=0.7935, injection_loss_ci_high=0.0602))
-    assert "; 0 of 60 fault injections lost an acknowledged write (95% interval of the share: 0.0% to 6.0%);" in text
+    text, _ = trials_verdict(configuration(trials=1, faults_injected=60, loss_ci_high=0.7935, injection_loss_ci_high=0.0602,
+                                           recurring=True))
+    assert text.startswith("0 of 60 fault injections lost an acknowledged write (95% interval of the share: 0.0% to "
+                           "6.0%); worst partition")
+    text, _ = trials_verdict(configuration(faults_injected=30, injections_with_loss=20))
+    assert "; 30 faults injected;" in text and "injections lost" not in text  # one-off faults: counted, not judged
 
 
 
