@@ -76,7 +76,8 @@ def verdict(row: dict[str, Any], peers: list[dict[str, Any]]) -> tuple[str, str]
             named = [f"{name} ({count:,})" for name, count in causes if name.startswith("_") is mine]
             if named:
                 parts.append(f"{who} {', '.join(named)}")
-        severity = "warn" if severity == "good" else severity
+        # Refused writes are the point of a negative control's faults, not a warning of its own.
+        severity = "warn" if severity == "good" and not row.get("expect_loss") else severity
     if row["duplicates"]:
         parts.append(_plural(row["duplicates"], "duplicate"))
     same = [p for p in peers if p["fault"] == row["fault"] and p["run_id"] != row["run_id"]]

@@ -169,6 +169,7 @@ def test_a_negative_control_is_good_when_it_loses_and_flags_a_blind_harness_when
     text, severity = verdict(row(expect_loss=True, lost=3), [])
     assert text.startswith("negative control: lost acknowledged writes, as it must; 3 acknowledged messages LOST")
     assert severity == "good"
+    assert verdict(row(expect_loss=True, lost=3, indeterminate=50, causes={"_TRANSPORT": 50}), [])[1] == "good"
     text, severity = verdict(row(expect_loss=True), [])
     assert text.startswith("negative control LOST NOTHING: the harness may be blind") and severity == "bad"
     text, severity = trials_verdict(configuration(expect_loss=True, blind=True, trials_with_loss=8))
