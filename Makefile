@@ -28,7 +28,8 @@ bench: install
 	$(BIN)/kafka-bench cluster up --inventory $(INVENTORY)
 	$(BIN)/kafka-bench run seeds --quick --inventory $(INVENTORY)
 
-## The durability sweep (acks x RF x min ISR x leader kill, plus negative controls): ~30 min.
+## The durability sweep (acks x RF x min ISR x leader kill, plus the negative controls, 10 trials
+## each: ~33 min of them): ~60 min.
 bench-durability: install
 	$(BIN)/kafka-bench cluster up --inventory $(INVENTORY)
 	$(BIN)/kafka-bench run durability --quick --inventory $(INVENTORY)
