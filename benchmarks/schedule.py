@@ -172,15 +172,7 @@ class Controller:
         fault = injection.fault
         if fault.wait_recovered_s is not None:
             due_ns, give_up_s = self._gates.setdefault(index, (due_ns, self._give_up_s(injection, due_ns)))
-            problems = self.recovery_problems()
-            now_s = (self.clock() - self.start_ns) / 1e9
-            if problems and now_s < give_up_s:
-                with self._lock:
-                    self.steps = sorted([*self.steps, Step(now_s + RECHECK_S, RECHECK, index)])
-                return
-            if problems:
-                self._skip(injection, due_ns, f"the cluster had not recovered {now_s - (due_ns - self.start_ns) / 1e9:.0f} s "
-                           "after the injection was due: " + "; ".join(problems))
+            if not self._recovered(index, injection, due_ns, give_up_s):
                 return
         busy = frozenset(r.broker_id for r in self.active.values() if r.broker_id is not None)
         if self.max_brokers_down is not None and len(busy) >= self.max_brokers_down:
@@ -205,8 +197,24 @@ class Controller:
                                                    hosts=list(to.hosts)))
         if fault.heal_at_s is not None:  # the fault lasts as planned from when it acted, however late
             heal_at_s = (int(at * 1e9) - self.start_ns) / 1e9 + (fault.heal_at_s - fault.first_s) * self.factor
-            with self._lock:
-                self.steps = sorted([*self.steps, Step(heal_at_s, HEAL, index)])
+            self._add(Step(heal_at_s, HEAL, index))
+
+    def _add(self, step: Step) -> None:
+        """A step scheduled while the run goes on (a heal, a recheck), in its place by time."""
+        with self._lock:
+            self.steps = sorted([*self.steps, step])
+
+    def _recovered(self, index: int, injection: Injection, due_ns: int, give_up_s: float) -> bool:
+        """Whether the cluster has recovered for an injection that waits for it; if not, the
+        injection looks again RECHECK_S later, or is skipped once it is time to give up."""
+        problems = self.recovery_problems()
+        now_s = (self.clock() - self.start_ns) / 1e9
+        if problems and now_s < give_up_s:
+            self._add(Step(now_s + RECHECK_S, RECHECK, index))
+        elif problems:
+            self._skip(injection, due_ns, f"the cluster had not recovered {now_s - (due_ns - self.start_ns) / 1e9:.0f} s "
+                       "after the injection was due: " + "; ".join(problems))
+        return not problems
 
     def _give_up_s(self, injection: Injection, due_ns: int) -> float:
         """When an injection waiting for a recovered cluster is skipped (seconds after the load's
