@@ -23,6 +23,14 @@ STATUSES = ("delivered", "lost", "unseen", "failed", "failed-delivered", "indete
 # The consume ledger's group for the final read of the whole topic (consumer groups have
 # their own names; this one is never a real group's).
 FINAL_READ = "final-read"
+# A transactional run's second final read, isolation.level=read_committed: what a read_committed
+# consumer gets of the log (the first one reads uncommitted: every acknowledged write, aborted or not).
+FINAL_READ_COMMITTED = "final-read-committed"
+FINAL_READS = (FINAL_READ, FINAL_READ_COMMITTED)
+
+# What became of a transaction, as its producer was told: commit_transaction() returned,
+# abort_transaction() returned, or neither could be confirmed (a commit that timed out, a fatal error).
+TXN_FATES = ("committed", "aborted", "unknown")
 
 # A negative control (a scenario built to lose acknowledged writes) must lose in at least this
 # share of its valid trials, or the harness is flagged blind.

@@ -39,6 +39,7 @@ class Situation:
     topic: str
     rng: random.Random
     exclude: frozenset[int] = frozenset()  # brokers already under a fault: not picked as a follower or at random
+    transactional_id: str | None = None  # a transactional run's first producer's (its coordinator is a target)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -53,6 +54,33 @@ def _partition(status: ClusterStatus | None, topic: str, partition: int) -> Part
     return next((p for p in (status.topic(topic) if status else []) if p.partition == partition), None)
 
 
+TRANSACTION_STATE = "__transaction_state"
+
+
+def _java_hash(text: str) -> int:
+    """Java's String.hashCode, as the broker computes it for a transactional.id."""
+    h = 0
+    for unit in text.encode("utf-16-be").hex(" ", 2).split():  # UTF-16 code units, as Java strings hold them
+        h = (31 * h + int(unit, 16)) & 0xFFFFFFFF
+    return h - (1 << 32) if h >= 1 << 31 else h  # a Java int
+
+
+def _transaction_coordinator(status: ClusterStatus | None, transactional_id: str | None) -> tuple[int, str]:
+    """(broker id, reason): the leader of the __transaction_state partition `transactional_id` maps to
+    (the broker's partitionFor: the absolute value of the id's hash, modulo the partitions)."""
+    if transactional_id is None:
+        raise FaultError("target transaction_coordinator: the run has no transactional producer")
+    state = status.topic(TRANSACTION_STATE) if status else []
+    if not state:
+        raise FaultError(f"{TRANSACTION_STATE} is not in the cluster's metadata (no transaction yet)")
+    h = _java_hash(transactional_id)
+    number = (0 if h == -(1 << 31) else abs(h)) % len(state)  # Kafka's Utils.abs
+    part = next(p for p in state if p.partition == number)
+    if part.leader is None:
+        raise FaultError(f"{TRANSACTION_STATE}-{number} (the coordinator of {transactional_id}) has no leader")
+    return part.leader, f"transaction coordinator of {transactional_id} ({TRANSACTION_STATE}-{number}): broker {part.leader}"
+
+
 class FaultTarget(Strict):
     """Exactly one of: a broker id, the leader or a follower of a partition, the controller, or random."""
 
@@ -62,13 +90,17 @@ class FaultTarget(Strict):
     controller: bool = False
     random: bool = False
     seed: int | None = None  # for random; recorded in the run either way
+    # The transaction coordinator of the run's first producer: the broker leading the partition of
+    # __transaction_state its transactional.id hashes to (a run with client.transactions only).
+    transaction_coordinator: bool = False
 
     @model_validator(mode="after")
     def _exactly_one(self) -> FaultTarget:
         chosen = [self.broker is not None, self.leader_of is not None, self.follower_of is not None,
-                  self.controller, self.random]
+                  self.controller, self.random, self.transaction_coordinator]
         if sum(chosen) != 1:
-            raise ValueError("set exactly one of broker, leader_of, follower_of, controller: true, random: true")
+            raise ValueError("set exactly one of broker, leader_of, follower_of, controller: true, random: true, "
+                             "transaction_coordinator: true")
         return self
 
     @property
@@ -76,7 +108,8 @@ class FaultTarget(Strict):
         return (f"broker {self.broker}" if self.broker is not None else
                 f"leader of {self.leader_of}" if self.leader_of is not None else
                 f"a follower of {self.follower_of}" if self.follower_of is not None else
-                "controller" if self.controller else "random broker")
+                "controller" if self.controller else
+                "transaction coordinator" if self.transaction_coordinator else "random broker")
 
     def resolve(self, s: Situation) -> Resolved:
         """The broker this target names on the cluster as `s.status` shows it."""
@@ -87,6 +120,9 @@ class FaultTarget(Strict):
             if status is None or status.controller_id is None:
                 raise FaultError("the cluster reports no controller to target")
             broker, reason = s.inventory.broker(status.controller_id), f"controller: broker {status.controller_id}"
+        elif self.transaction_coordinator:
+            broker_id, reason = _transaction_coordinator(status, s.transactional_id)
+            broker = s.inventory.broker(broker_id)
         elif self.leader_of is not None:
             led = _partition(status, topic, self.leader_of)
             if led is None or led.leader is None:

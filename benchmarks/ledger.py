@@ -50,6 +50,21 @@ CONSUME_SCHEMA = pa.schema([
     ("consumed_ns", pa.int64()),
 ])
 
+# One row per transaction of a transactional producer: its messages are seq first_seq to
+# first_seq + messages - 1 of that producer (a transaction's messages are consecutive).
+TXN_SCHEMA = pa.schema([
+    ("run_id", pa.string()),
+    ("producer", pa.int32()),
+    ("txn", pa.int64()),            # 0-based, per producer
+    ("first_seq", pa.int64()),
+    ("messages", pa.int64()),
+    ("intent", pa.string()),        # commit | abort: what the seeded ratio chose
+    ("fate", pa.string()),          # committed | aborted | unknown (benchmarks.codes.TXN_FATES)
+    ("begin_ns", pa.int64()),       # its first message sent (wall clock)
+    ("end_ns", pa.int64()),         # commit_transaction / abort_transaction returned or gave up
+    ("error", pa.string()),         # why it did not end as intended (librdkafka error name: text)
+])
+
 # Outcome of a delivery report error, by librdkafka error name. Errors after which the write
 # may still have reached the log are indeterminate: never counted as acked, never as failed.
 INDETERMINATE_ERRORS = frozenset({

@@ -21,8 +21,9 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks import broker_errors, ledger
+from benchmarks import transactions as txns
 from benchmarks.cluster import silent_logger
-from benchmarks.codes import FINAL_READ, OUTCOMES
+from benchmarks.codes import FINAL_READ, FINAL_READ_COMMITTED, OUTCOMES
 
 # Every message starts with: run tag (8 bytes), producer (u32), sequence (u64), send time (ns).
 HEADER = struct.Struct(">8sIQq")
@@ -74,6 +75,8 @@ class ProducerArgs:
     # Nice value asked for the sending thread when on a schedule (None: leave it). Where the
     # brokers share the machine's cores, they would otherwise delay the sends behind schedule.
     send_nice: int | None = -20
+    # Exactly-once: every message inside a transaction (`benchmarks.transactions`); None: plain sends.
+    transactions: txns.TransactionArgs | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -165,14 +168,21 @@ def producer_main(args: ProducerArgs, counters, slot: int, end=None) -> None:
                       -1 if cause is None else out.error_code(cause)))
             stats[1 + code] += 1
         reports += 1
-        if reports >= 32 and scheduled:
+        if reports >= 32 and scheduled and txn is None:  # no transaction call in a callback
             reports = 0
             send_due()
 
     logger = silent_logger("kafka_bench.producer")
     said = broker_errors.attach(logger, args.topic)
     config = {**broker_errors.producer_config(args.config), "bootstrap.servers": args.bootstrap, "logger": logger}
+    txn = None
+    if args.transactions is not None:
+        config |= txns.producer_config(args.transactions, args.run_id, index)
+        txn = txns.Transactions(args.transactions, args.run_id, index, Path(args.ledger_dir).parent / "txn",
+                                enabled=args.ledger_enabled)
     producer = Producer(config)
+    if txn is not None:
+        txns.init(producer, args.transactions.timeout_ms / 1000 if args.transactions else 60)
     padding = b"\0" * max(0, args.message_size - HEADER.size)
     produce, poll, topic = producer.produce, producer.poll, args.topic
     fatal: list[str] = []  # the client's fatal error, until the producer is replaced
@@ -184,6 +194,8 @@ def producer_main(args: ProducerArgs, counters, slot: int, end=None) -> None:
         is unusable) and must be replaced (`replace_producer`, outside any callback)."""
         nonlocal seq
         key = (index * 7919 + seq) % keys if keys else -1
+        if txn is not None and not txn.admit(producer, seq, now):
+            return False
         reported.append(0)
         try:
             produce(topic, HEADER.pack(tag, index, seq, now) + padding,
@@ -193,11 +205,16 @@ def producer_main(args: ProducerArgs, counters, slot: int, end=None) -> None:
             return False
         except KafkaException as exc:
             reported.pop()
-            if not exc.args[0].fatal():
+            said = f"{exc.args[0].name()}: {exc.args[0].str()}"
+            if exc.args[0].fatal():
+                fatal[:] = fatal or [said]
+            elif txn is not None:  # refused inside a transaction (an abortable state): end it
+                txn.refused(said)
+            else:
                 raise
-            if not fatal:
-                fatal.append(f"{exc.args[0].name()}: {exc.args[0].str()}")
             return False
+        if txn is not None:
+            txn.sent_one()
         seq += 1
         stats[0] += 1
         if seq % 64 == 0:
@@ -220,6 +237,8 @@ def producer_main(args: ProducerArgs, counters, slot: int, end=None) -> None:
         dropped, a new one (a new producer id) for the rest of the schedule."""
         nonlocal producer, produce, poll
         at, old = time_ns(), producer
+        if txn is not None:
+            txn.lost_with_instance(fatal[0] if fatal else "the producer instance was replaced")
         with contextlib.suppress(Exception):
             old.purge(in_queue=True, in_flight=True)
             old.flush(5)
@@ -227,7 +246,16 @@ def producer_main(args: ProducerArgs, counters, slot: int, end=None) -> None:
                          "replaced_after_s": (time_ns() - at) / 1e9})
         producer = Producer(config)
         produce, poll = producer.produce, producer.poll
+        if txn is not None:  # the same transactional.id: fences the old instance, completes its transaction
+            txns.init(producer, args.transactions.timeout_ms / 1000 if args.transactions else 60)
         fatal.clear()
+
+    def stalled() -> None:
+        """send_due or send stopped short: a transaction to end, a client to replace, or a full queue to drain."""
+        if txn is not None and txn.full() and txn.end(producer):
+            fatal[:] = fatal or ["a transaction's end could not be confirmed"]
+        if fatal:
+            replace_producer()
 
     # Connections and the topic's metadata before the first intended time, not after it; should
     # that fail, the sends wait for them, which the ledger shows.
@@ -240,18 +268,20 @@ def producer_main(args: ProducerArgs, counters, slot: int, end=None) -> None:
             if delay > 0:
                 time.sleep(delay / 1e9)
             if not send_due():  # the client's queue is full: let it drain, the intended times keep marching
-                if fatal:
-                    replace_producer()
+                stalled()
                 poll(0.005)
             poll(0)
     else:  # unthrottled: no schedule, a message is intended when it is sent
         stop = end_ns()  # read again only when reached: the shared value is not read per message
         while (now := time_ns()) < stop or now < (stop := end_ns()):
             if not send(now):
-                if fatal:
-                    replace_producer()
+                stalled()
                 poll(0.005)
             poll(0)
+    if txn is not None:  # the last transaction, however many messages it holds
+        if txn.end(producer):
+            replace_producer()
+        txn.close()
     deadline = time.monotonic() + args.flush_timeout_s
     while sum(stats[1:]) < stats[0] and time.monotonic() < deadline:
         producer.flush(0.5)
@@ -305,16 +335,24 @@ def consumer_main(args: ConsumerArgs, counters, slot: int, stop) -> None:
 
 
 def final_read(bootstrap: str, topic: str, run_id: str, ledger_dir: Path, config: dict[str, Any] | None = None,
-               timeout_s: float = 120.0) -> dict[int, int]:
+               timeout_s: float = 120.0, group: str = FINAL_READ) -> dict[int, int]:
     """Read every partition from the beginning to the end offsets as they are now (after healing),
-    so an acknowledged message that never shows up is lost, not late. Returns partition -> end offset."""
-    from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+    so an acknowledged message that never shows up is lost, not late. Returns partition -> end offset.
+
+    `group` FINAL_READ reads uncommitted (every acknowledged write, in a transaction or not);
+    FINAL_READ_COMMITTED reads committed, as a read_committed consumer would. A partition is done
+    when the read's position reaches its end offset: transaction markers take offsets no record is
+    delivered for, and a read_committed read skips aborted records too: the client's end-of-partition
+    event says where it stands."""
+    from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
 
     tag = run_tag(run_id)
-    consumer = Consumer({**(config or {}), "bootstrap.servers": bootstrap, "group.id": f"{run_id}-{FINAL_READ}",
-                         "enable.auto.commit": False, "auto.offset.reset": "earliest",
+    isolation = "read_committed" if group == FINAL_READ_COMMITTED else "read_uncommitted"
+    consumer = Consumer({**(config or {}), "bootstrap.servers": bootstrap, "group.id": f"{run_id}-{group}",
+                         "enable.auto.commit": False, "auto.offset.reset": "earliest", "isolation.level": isolation,
+                         "enable.partition.eof": True,
                          "logger": silent_logger("kafka_bench.final")})
-    out = ledger.LedgerWriter(ledger_dir, "consumer-final-read", ledger.CONSUME_SCHEMA)
+    out = ledger.LedgerWriter(ledger_dir, f"consumer-{group}", ledger.CONSUME_SCHEMA)
     try:
         partitions = sorted(consumer.list_topics(topic, timeout=30).topics[topic].partitions)
         ends = {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=30)[1] for p in partitions}
@@ -323,17 +361,18 @@ def final_read(bootstrap: str, topic: str, run_id: str, ledger_dir: Path, config
         deadline = time.monotonic() + timeout_s
         while todo and time.monotonic() < deadline:
             for msg in consumer.consume(1000, 0.5):
-                if msg.error():
-                    continue
-                value, offset = msg.value(), msg.offset()
-                if value and value.startswith(tag):
-                    _record(out, run_id, FINAL_READ, FINAL_READ, msg)
-                if offset is not None and offset >= ends[msg.partition()] - 1:
+                error, offset, value = msg.error(), msg.offset(), msg.value()
+                if error is None and value and value.startswith(tag):
+                    _record(out, run_id, group, group, msg)
+                # Done at its last record, or at the end of the partition as the client reports it
+                # (past transaction markers and skipped aborted records).
+                if offset is not None and (offset >= ends[msg.partition()] - 1 if error is None else
+                                           error.code() == KafkaError._PARTITION_EOF and offset >= ends[msg.partition()]):
                     todo.discard(msg.partition())
             out.maybe_flush()
         if todo:
-            raise RuntimeError(f"final read of {topic} did not reach the end offsets of partitions {sorted(todo)} "
-                               f"within {timeout_s:.0f} s")
+            raise RuntimeError(f"final read ({isolation}) of {topic} did not reach the end offsets of partitions "
+                               f"{sorted(todo)} within {timeout_s:.0f} s")
         return ends
     finally:
         out.close()

@@ -53,6 +53,16 @@ class LiveCounters(Record):
     indeterminate: int
 
 
+class TransactionProfile(Record):
+    """A transactional run's producer profile (scenario client.transactions), and the client that
+    did the work: librdkafka has no KIP-890 (transactions server-side defence), whatever the broker."""
+
+    messages: int                       # per transaction
+    abort_ratio: float                  # share aborted on purpose
+    timeout_ms: int                     # transaction.timeout.ms
+    client: str                         # "librdkafka 2.x.y"
+
+
 class RunSummary(Record):
     run_id: str
     scenario: str
@@ -93,6 +103,7 @@ class RunSummary(Record):
     trial: int = 1                      # which of the configuration's trials this run is (1-based)
     trials: int = 1                     # how many trials of its configuration the scenario asked for
     expect_loss: bool = False           # a negative control: it must lose acknowledged writes
+    transactions: TransactionProfile | None = None  # exactly-once runs only
 
 
 # ---------------------------------------------------------------- events.jsonl

@@ -20,8 +20,23 @@ from typing import Any
 
 import yaml
 
-from benchmarks import checker, clocks, cluster, faults, features, kafka_protocol, ledger, load, records, schedule, steady, topics
+from benchmarks import (
+    checker,
+    clocks,
+    cluster,
+    faults,
+    features,
+    kafka_protocol,
+    ledger,
+    load,
+    records,
+    schedule,
+    steady,
+    topics,
+    transactions,
+)
 from benchmarks.ansible import AnsibleRunner, PlaybookRunner
+from benchmarks.codes import FINAL_READ_COMMITTED
 from benchmarks.fault_kinds import FaultSpec, Situation
 from benchmarks.inventory import ClusterInventory
 from benchmarks.scenario import Scenario
@@ -110,7 +125,7 @@ def _effective_config(bootstrap: str, topic: str, scenario: Scenario) -> tuple[d
                        f"{w.partitions} with RF {w.replication_factor}")
     producer = dict(scenario.client.producer)
     # librdkafka's defaults for what the analysis depends on; the Java client's differ.
-    resolved = {"acks": "all", "enable.idempotence": False, **producer}
+    resolved = {"acks": "all", "enable.idempotence": scenario.client.transactions is not None, **producer}
     if str(resolved.get("enable.idempotence")).lower() == "true" and scenario.client.acks != "all":
         reasons.append(f"enable.idempotence=true needs acks=all, scenario says acks={scenario.client.acks}")
     return {
@@ -204,7 +219,8 @@ def execute(scenario: Scenario, inventory: ClusterInventory, inventory_path: Pat
         runner = AnsibleRunner(artifact_root=run_dir / "ansible", verbosity=runner.verbosity)
     run = Run(scenario, inventory, inventory_path, runner, run_id, run_dir, topic, EventLog(run_dir / "events.jsonl", run_id),
               random.Random(seed), warmup_s, duration_s, factor, progress,
-              LoadProcesses(scenario, run_id, inventory.bootstrap_servers, topic, run_dir, ledger_enabled), trial=trial)
+              LoadProcesses(scenario, run_id, inventory.bootstrap_servers, topic, run_dir, ledger_enabled, seed),
+              trial=trial)
     run.events.write(records.RunStart(scenario=scenario.name, topic=topic, seed=seed, quick=quick, warmup_s=warmup_s,
                                       duration_s=duration_s, inventory=str(inventory_path), trial=trial,
                                       trials=scenario.trials))
@@ -212,7 +228,8 @@ def execute(scenario: Scenario, inventory: ClusterInventory, inventory_path: Pat
     try:
         _prepare(run)
         timeline = TimelineSampler(run.bootstrap, topic, run_dir / "timeline", run_id=run_id,
-                                   kraft=cluster.KRaftProbe.of(inventory) if inventory.kraft else None)
+                                   kraft=cluster.KRaftProbe.of(inventory) if inventory.kraft else None,
+                                   last_stable=scenario.client.transactions is not None)
         timeline.start()
         try:
             _warm_up(run)
@@ -297,8 +314,11 @@ def _drive(run: Run) -> None:
                                        measured_from_ns=run.start_ns + int(run.warmup_s * 1e9)))
 
     def situation(fault: FaultSpec, busy: frozenset[int]) -> Situation:
-        status = cluster.describe(run.inventory, services=False) if fault.reads_cluster else None
-        return Situation(run.inventory, status, run.topic, run.rng, busy)
+        transactional = run.scenario.client.transactions is not None  # its coordinator may be the target
+        status = (cluster.describe(run.inventory, services=False, include_internal=transactional)
+                  if fault.reads_cluster else None)
+        return Situation(run.inventory, status, run.topic, run.rng, busy,
+                         transactions.transactional_id(run.run_id, 0) if transactional else None)
 
     kills = [(g.name, g.kill_one_at_s) for g in w.consumer_groups if g.kill_one_at_s is not None]
     run.steps = steps = schedule.Controller(
@@ -356,6 +376,9 @@ def _read_back(run: Run) -> None:
     run.show("final read")
     run.events.write(records.FinalReadStart())
     ends = load.final_read(run.bootstrap, run.topic, run.run_id, run.run_dir / "ledger" / "consume")
+    if run.scenario.client.transactions:  # and what a read_committed consumer gets of it
+        load.final_read(run.bootstrap, run.topic, run.run_id, run.run_dir / "ledger" / "consume",
+                        group=FINAL_READ_COMMITTED)
     run.events.write(records.FinalReadEnd(end_offsets=ends))
 
 
@@ -389,9 +412,19 @@ def _summarize(run: Run) -> records.RunSummary:
         faults=fault_log, valid=not run.invalid, invalid_reasons=run.invalid,
         live_counters=records.LiveCounters(sent=sent, acked=acked_live, failed=failed, indeterminate=indeterminate),
         trial=run.trial, trials=s.trials, expect_loss=s.expect_loss,
+        transactions=records.TransactionProfile(
+            messages=s.client.transactions.messages, abort_ratio=s.client.transactions.abort_ratio,
+            timeout_ms=s.client.transactions.timeout_ms,
+            client=f"librdkafka {confluent_kafka_libversion()}") if s.client.transactions else None,
     )
     (run_dir / "summary.json").write_text(summary.model_dump_json(indent=2))
     return summary
+
+
+def confluent_kafka_libversion() -> str:
+    import confluent_kafka
+
+    return str(confluent_kafka.libversion()[0])
 
 
 def _recovery_problems(inventory: ClusterInventory) -> list[str]:

@@ -72,11 +72,43 @@ class Workload(Strict):
         return self
 
 
+class Transactions(Strict):
+    """Exactly-once: every producer writes in transactions (its own transactional.id), and every
+    reader of the run reads committed. The producer commits or aborts each transaction by a
+    ratio seeded from the run's seed; the ledger records each transaction's fate."""
+
+    messages: Annotated[int, Field(ge=1, le=100_000)] = 10  # messages per transaction
+    abort_ratio: Annotated[float, Field(ge=0, le=1)] = 0.1  # share of transactions aborted on purpose
+    timeout_ms: Annotated[int, Field(ge=1000, le=900_000)] = 60_000  # transaction.timeout.ms
+
+
+# Producer settings a transactional profile sets itself, or that contradict it.
+_TRANSACTIONAL_OWNED = {"transactional.id": "set per producer from the run id",
+                        "enable.idempotence": "a transactional producer is idempotent",
+                        "transaction.timeout.ms": "set it with client.transactions.timeout_ms"}
+
+
 class ClientProfile(Strict):
     name: Annotated[str, Field(pattern=NAME)] = "default"
     # Raw librdkafka properties. Everything that matters is recorded as resolved by the client.
     producer: dict[str, str | int | float | bool] = {}
     consumer: dict[str, str | int | float | bool] = {}
+    # Exactly-once (librdkafka's transactional producer); None: plain sends.
+    transactions: Transactions | None = None
+
+    @model_validator(mode="after")
+    def _transactional(self) -> ClientProfile:
+        if self.transactions is None:
+            return self
+        for key, why in _TRANSACTIONAL_OWNED.items():
+            if key in self.producer:
+                raise ValueError(f"producer.{key}: remove it with transactions ({why})")
+        if self.acks != "all":
+            raise ValueError(f"producer.acks: a transactional producer needs acks all (got {self.acks!r})")
+        if str(self.consumer.get("isolation.level", "read_committed")) != "read_committed":
+            raise ValueError("consumer.isolation.level: with transactions every reader reads "
+                             f"committed (allowed: read_committed; got {self.consumer['isolation.level']!r})")
+        return self
 
     @field_validator("producer")
     @classmethod
@@ -131,6 +163,10 @@ class Scenario(Strict):
                                  f"({w.duration_s:g})")
             for field, message in fault.workload_errors(w.partitions):
                 raise ValueError(f"faults[{index}].{field} {message}")
+            target = getattr(fault, "target", None)
+            if getattr(target, "transaction_coordinator", False) and self.client.transactions is None:
+                raise ValueError(f"faults[{index}].target.transaction_coordinator: needs a transactional producer "
+                                 "(client.transactions)")
         for index, procedure in enumerate(self.procedures):
             if procedure.at_s >= w.duration_s:
                 raise ValueError(f"procedures[{index}].at_s ({procedure.at_s}) must fall inside workload.duration_s "

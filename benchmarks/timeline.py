@@ -43,7 +43,11 @@ TIMELINE_KRAFT_FIELDS = [
 #: The partition's high watermark (ListOffsets latest, read uncommitted): the offset below which
 #: consumers may read. Null when its leader did not answer in time; absent from runs of older versions.
 TIMELINE_HW_FIELDS = [pa.field("high_watermark", pa.int64())]
-TIMELINE_SCHEMA = pa.schema(list(TIMELINE_SCHEMA) + TIMELINE_KRAFT_FIELDS + TIMELINE_HW_FIELDS)
+#: The partition's last stable offset (ListOffsets latest, read committed): what read_committed
+#: consumers may read; below the high watermark while a transaction is open. Sampled in
+#: transactional runs only (null otherwise, and absent from runs of older versions).
+TIMELINE_TXN_FIELDS = [pa.field("last_stable_offset", pa.int64())]
+TIMELINE_SCHEMA = pa.schema(list(TIMELINE_SCHEMA) + TIMELINE_KRAFT_FIELDS + TIMELINE_HW_FIELDS + TIMELINE_TXN_FIELDS)
 
 #: One row per controller per sample (KRaft): where the quorum stands.
 QUORUM_SCHEMA = pa.schema([
@@ -80,7 +84,7 @@ class TimelineSampler(threading.Thread):
     def __init__(self, bootstrap: str, topic: str, directory: Path, interval_s: float = 0.5,
                  admin_factory: Callable[[str], Any] | None = None, run_id: str = "",
                  kraft: KRaftProbe | None = None, quorum_directory: Path | None = None,
-                 watermark_factory: Callable[[str], Any] | None = None) -> None:
+                 watermark_factory: Callable[[str], Any] | None = None, last_stable: bool = False) -> None:
         super().__init__(name="timeline", daemon=True)
         from benchmarks.cluster import admin_client
 
@@ -94,6 +98,7 @@ class TimelineSampler(threading.Thread):
         self.run_id = run_id
         self.interval_s = interval_s
         self.kraft = kraft
+        self.last_stable = last_stable
         self.out = ledger.LedgerWriter(directory, "timeline", TIMELINE_SCHEMA)
         self.quorum_out = (ledger.LedgerWriter(quorum_directory or directory.parent / "quorum", "quorum", QUORUM_SCHEMA)
                            if kraft else None)
@@ -123,23 +128,25 @@ class TimelineSampler(threading.Thread):
             md = self.admin.list_topics(self.topic, timeout=max(0.4, self.interval_s))
         except Exception as exc:  # no broker answered: that is data too
             self.out.append(self.run_id, now, kraft.leader if kraft else None, "", None, None, None, None,
-                            str(exc)[:200], epoch, fenced, None, None, None)
+                            str(exc)[:200], epoch, fenced, None, None, None, None)
             return
         alive = ",".join(str(b) for b in sorted(md.brokers))
         controller = kraft.leader if kraft else (md.controller_id if md.controller_id >= 0 else None)
         topic = md.topics.get(self.topic)
         if topic is None or not topic.partitions:
             self.out.append(self.run_id, now, controller, alive, None, None, None, None, "topic not in metadata",
-                            epoch, fenced, None, None, None)
+                            epoch, fenced, None, None, None, None)
         else:
-            hw = self._high_watermarks({p.id: p.leader for p in topic.partitions.values() if p.leader >= 0})
+            led = {p.id: p.leader for p in topic.partitions.values() if p.leader >= 0}
+            hw = self._high_watermarks(led)
+            lso = self._last_stable_offsets(led) if self.last_stable else {}
             for p in sorted(topic.partitions.values(), key=lambda p: p.id):
                 leader = p.leader if p.leader >= 0 else None
                 elr = kraft.partitions.get((self.topic, p.id)) if kraft else None
                 self.out.append(self.run_id, now, controller, alive, p.id, leader, ",".join(map(str, p.replicas)),
                                 ",".join(map(str, p.isrs)), None, epoch, fenced,
                                 _ids(elr.elr) if elr else None, _ids(elr.last_known_elr) if elr else None,
-                                hw.get(p.id))
+                                hw.get(p.id), lso.get(p.id))
                 self.last[p.id] = (leader, tuple(p.isrs))
         self.samples += 1
         self.out.maybe_flush()
@@ -151,22 +158,7 @@ class TimelineSampler(threading.Thread):
         shrinks, and the high watermark stands still while the ISR is below min ISR) still holds
         the one it last reported: that one is recorded again, for as long as the same leader says so,
         across samples in which it did not answer at all (those stay null)."""
-        from confluent_kafka import TopicPartition
-        from confluent_kafka.admin import OffsetSpec
-
-        if not leaders:
-            return {}
-        try:
-            futures = self.admin.list_offsets({TopicPartition(self.topic, p): OffsetSpec.latest() for p in leaders},
-                                              request_timeout=max(0.3, self.interval_s * 0.8))
-        except Exception:  # an admin client without ListOffsets, or a closed one: no high watermarks
-            return {}
-        found, missed = {}, []
-        for tp, future in futures.items():
-            try:
-                found[tp.partition] = future.result(timeout=self.interval_s).offset
-            except Exception:  # the leader moved, did not answer in time, or was asked with a stale epoch
-                missed.append(tp)
+        found, missed = self._latest_offsets(leaders)
         found |= self._watermarks(missed)
         held = {p: hw for p, (leader, hw) in self._last_hw.items()
                 if p in self._not_caught_up and p not in found and leaders.get(p) == leader}
@@ -176,6 +168,34 @@ class TimelineSampler(threading.Thread):
         unanswered = {p: last for p, last in self._last_hw.items() if p not in found and leaders.get(p) == last[0]}
         self._last_hw = unanswered | {p: (leaders[p], hw) for p, hw in found.items()}
         return found
+
+    def _last_stable_offsets(self, leaders: dict[int, int]) -> dict[int, int]:
+        """Each led partition's last stable offset, as far as its leader answers within the interval."""
+        from confluent_kafka import IsolationLevel
+
+        return self._latest_offsets(leaders, IsolationLevel.READ_COMMITTED)[0]
+
+    def _latest_offsets(self, leaders: dict[int, int], isolation: Any = None) -> tuple[dict[int, int], list[Any]]:
+        """ListOffsets latest of the led partitions at `isolation` (None, read uncommitted: the high
+        watermark; READ_COMMITTED: the last stable offset): (partition -> offset, those not answered)."""
+        from confluent_kafka import TopicPartition
+        from confluent_kafka.admin import OffsetSpec
+
+        if not leaders:
+            return {}, []
+        try:
+            futures = self.admin.list_offsets({TopicPartition(self.topic, p): OffsetSpec.latest() for p in leaders},
+                                              request_timeout=max(0.3, self.interval_s * 0.8),
+                                              **({"isolation_level": isolation} if isolation is not None else {}))
+        except Exception:  # an admin client without ListOffsets, or a closed one: none
+            return {}, []
+        found, missed = {}, []
+        for tp, future in futures.items():
+            try:
+                found[tp.partition] = future.result(timeout=self.interval_s).offset
+            except Exception:  # the leader moved, did not answer in time, or was asked with a stale epoch
+                missed.append(tp)
+        return found, missed
 
     def _watermarks(self, partitions: list[Any]) -> dict[int, int]:
         """High watermarks asked without a leader epoch, for the partitions the admin client's

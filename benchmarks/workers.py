@@ -12,14 +12,15 @@ import multiprocessing
 from pathlib import Path
 from typing import Any
 
-from benchmarks import load
+from benchmarks import load, transactions
 from benchmarks.scenario import Scenario
 
 
 class LoadProcesses:
     def __init__(self, scenario: Scenario, run_id: str, bootstrap: str, topic: str, run_dir: Path,
-                 ledger_enabled: bool = True) -> None:
+                 ledger_enabled: bool = True, seed: int = 0) -> None:
         self.scenario, self.run_id, self.bootstrap, self.topic = scenario, run_id, bootstrap, topic
+        self.seed = seed  # the run's: a transactional producer's commit / abort draws follow from it
         self.run_dir, self.ledger_enabled = run_dir, ledger_enabled
         w = scenario.workload
         self.ctx = multiprocessing.get_context("spawn")
@@ -75,10 +76,12 @@ class LoadProcesses:
         w = self.scenario.workload
         rate = w.rate / w.producers if w.rate else None
         self._end.value = end_ns
+        t = self.scenario.client.transactions
+        txn = transactions.TransactionArgs(t.messages, t.abort_ratio, t.timeout_ms, self.seed) if t else None
         for index in range(w.producers):
             args = load.ProducerArgs(index, self.run_id, self.bootstrap, self.topic, dict(self.scenario.client.producer),
                                      rate, start_ns, end_ns, w.message_size, w.keys,
-                                     str(self.run_dir / "ledger" / "produce"), self.ledger_enabled)
+                                     str(self.run_dir / "ledger" / "produce"), self.ledger_enabled, transactions=txn)
             proc = self.ctx.Process(target=load.producer_main, args=(args, self.counters, index, self._end), daemon=True)
             proc.start()
             self.producers.append(proc)

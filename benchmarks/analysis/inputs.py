@@ -24,6 +24,7 @@ class Inputs:
     produce: DataFrame
     consume: DataFrame
     timeline: DataFrame
+    txns: DataFrame  # transactional runs' transactions (empty when none is)
 
 
 def _glob(spark: SparkSession, pattern: str) -> list[str]:
@@ -79,4 +80,5 @@ def read(spark: SparkSession, root: str) -> Inputs:
         produce=_parquet(spark, run_dirs, "ledger/produce", schemas.PRODUCE, "produce ledger"),
         consume=_parquet(spark, run_dirs, "ledger/consume", schemas.CONSUME, "consume ledger"),
         timeline=_parquet(spark, run_dirs, "timeline", schemas.TIMELINE, "timeline", schemas.TIMELINE_NEWER),
+        txns=_parquet(spark, run_dirs, "ledger/txn", schemas.TXN, "transaction ledger"),
     )

@@ -9,7 +9,7 @@ from benchmarks.analysis import schemas
 from benchmarks.analysis.exprs import sum_if
 from benchmarks.analysis.percentiles import percentiles
 from benchmarks.analysis.phases import phase_windows, with_phases
-from benchmarks.codes import FINAL_READ
+from benchmarks.codes import FINAL_READS
 
 
 def produce_phases(produce: DataFrame, bounds: DataFrame, runs: DataFrame) -> DataFrame:
@@ -44,7 +44,7 @@ def end_to_end(consume: DataFrame, bounds: DataFrame) -> DataFrame:
     """Per (run_id, phase): end-to-end latency percentiles (consumed - sent) over the consumer
     groups' records, by send time; the final read is not a consumer and is left out."""
     consume = schemas.check(consume, schemas.CONSUME, "consume ledger")
-    records = (consume.filter(F.col("group") != FINAL_READ)
+    records = (consume.filter(~F.col("group").isin(*FINAL_READS))
                .withColumn("e2e", (F.col("consumed_ns") - F.col("sent_ns")) / 1e6))
     phased = with_phases(records, bounds, "sent_ns")
     keys = ["run_id", "phase"]

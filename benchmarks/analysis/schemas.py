@@ -35,7 +35,10 @@ CONSUME = from_arrow(ledger.CONSUME_SCHEMA)
 # The timeline's columns the analysis reads. Those of KRaft clusters and the high watermark are
 # absent from runs of older versions: the input edge adds them as nulls (`TIMELINE_NEWER`).
 TIMELINE = from_arrow(timeline.TIMELINE_SCHEMA)
-TIMELINE_NEWER = tuple(f.name for f in timeline.TIMELINE_KRAFT_FIELDS + timeline.TIMELINE_HW_FIELDS)
+TIMELINE_NEWER = tuple(f.name for f in timeline.TIMELINE_KRAFT_FIELDS + timeline.TIMELINE_HW_FIELDS
+                       + timeline.TIMELINE_TXN_FIELDS)
+# A transactional run's transactions (ledger/txn); no such file in other runs.
+TXN = from_arrow(ledger.TXN_SCHEMA)
 
 _PYTHON_TO_SPARK = {str: T.StringType(), int: T.LongType(), float: T.DoubleType(), bool: T.BooleanType()}
 
@@ -74,15 +77,15 @@ RUNS = from_model(records.RunSummary, [
     "run_id", "scenario", "description", "metadata_mode", "kafka_version", "eligible_leader_replicas", "acks",
     "replication_factor", "min_insync_replicas", "unclean_leader_election",
     "partitions", "message_size", "fault", "fault_schedule", "load_start_ns", "measured_from_ns", "warm_p50_ms",
-    "load_end_ns", "valid", "invalid_reasons", "trial", "expect_loss"])
+    "load_end_ns", "valid", "invalid_reasons", "trial", "expect_loss", "transactions"])
 
 # The fields every summary.json must hold with a type Spark can infer: not the lists, and not
 # those absent from runs of older versions: warm_p50_ms (also null for an unthrottled load; the
 # steadiness is then judged without the level test), metadata_mode, kafka_version and
 # eligible_leader_replicas (also null on ZooKeeper), trial (the analysis counts such a run as one),
-# expect_loss (no such run is a negative control).
+# expect_loss (no such run is a negative control), transactions (null but in exactly-once runs).
 NEWER_RUN_FIELDS = ("warm_p50_ms", "metadata_mode", "kafka_version", "eligible_leader_replicas", "trial",
-                    "expect_loss")
+                    "expect_loss", "transactions")
 RUNS_SCALARS = T.StructType([f for f in RUNS.fields
                              if not isinstance(f.dataType, T.ArrayType) and f.name not in NEWER_RUN_FIELDS])
 

@@ -90,7 +90,7 @@ def build(root: str, out_dir: Path | None = None, master: str = "local[*]", conf
     spark = spark_session(master, conf)
     found = inputs.read(spark, root)
     analysis = metrics.analyse(found.runs, found.events, found.produce, found.consume, found.timeline,
-                               gap_threshold_s=gap_threshold_s)
+                               gap_threshold_s=gap_threshold_s, txns=found.txns)
     events = [row.asDict() for row in found.events.collect()]
     data = collect(analysis, events, source=root)
     peers = [r.summary for r in data.runs]

@@ -64,11 +64,13 @@ def verdict(row: dict[str, Any], peers: list[dict[str, Any]]) -> tuple[str, str]
         parts.append(f"{_plural(row['unseen'], 'acknowledged message')} MISSING past the end of the log (unseen)")
         severity = "bad" if not row.get("expect_loss") else severity
     refused = row["failed"] + row["indeterminate"]
+    aborted = row.get("txn_failed_sends") or 0  # messages of transactions that did not commit: purged, as they should
     if refused:
         written = row["failed_delivered"] + row["indeterminate_delivered"]
         said = [text for n, text in ((row["failed"], f"{_plural(row['failed'], 'send')} failed"),
                                      (row["indeterminate"], f"{_plural(row['indeterminate'], 'send')} unconfirmed")) if n]
-        parts.append(" and ".join(said) + (f" ({written:,} of them written anyway)" if written else ""))
+        parts.append(" and ".join(said) + (f" ({written:,} of them written anyway)" if written else "")
+                     + (f" ({aborted:,} of them in transactions that did not commit)" if aborted else ""))
         # What was behind them, where the client retried until it gave up: the brokers' answers,
         # and the client's own errors (librdkafka's names start with "_": timeouts, lost connections).
         causes = sorted((row["causes"] or {}).items(), key=lambda kv: -kv[1])
@@ -76,10 +78,15 @@ def verdict(row: dict[str, Any], peers: list[dict[str, Any]]) -> tuple[str, str]
             named = [f"{name} ({count:,})" for name, count in causes if name.startswith("_") is mine]
             if named:
                 parts.append(f"{who} {', '.join(named)}")
-        # Refused writes are the point of a negative control's faults, not a warning of its own.
-        severity = "warn" if severity == "good" and not row.get("expect_loss") else severity
+        # Refused writes are the point of a negative control's faults, not a warning of its own; nor
+        # are the sends of a transaction that was aborted.
+        severity = "warn" if severity == "good" and not row.get("expect_loss") and refused > aborted else severity
     if row["duplicates"]:
         parts.append(_plural(row["duplicates"], "duplicate"))
+    if row.get("txn_committed") is not None:
+        told, broken = transactions_said(row)
+        parts.append(told)
+        severity = "bad" if broken else severity
     same = [p for p in peers if p["fault"] == row["fault"] and p["run_id"] != row["run_id"]]
     rate = row["throughput_msgs_s"] or 0.0
     fastest = max(same, key=lambda p: p["throughput_msgs_s"] or 0.0, default=None)
@@ -104,6 +111,20 @@ def verdict(row: dict[str, Any], peers: list[dict[str, Any]]) -> tuple[str, str]
             parts.append(f"new leader after {row['new_leader_s']:.1f} s" + (f" ({' and '.join(origins)})" if origins else ""))
         parts += _elr_explained(row)
     return "; ".join(parts), severity
+
+
+def transactions_said(row: dict[str, Any]) -> tuple[str, bool]:
+    """Exactly-once in words (analysis/transactions.py), and whether it broke its promise."""
+    anomalies = [(row["lost_commits"], "committed transaction", "LOST (a message missing)"),
+                 (row["aborted_reads"], "aborted transaction", "READ by read_committed consumers"),
+                 (row["torn"], "transaction", "TORN (read in part)")]
+    found = [f"{_plural(n, word)} {what}" for n, word, what in anomalies if n]
+    said = (f"exactly-once ({row.get('txn_client') or 'client unknown'}): {row['txn_committed']:,} transactions "
+            f"committed, {row['txn_aborted']:,} aborted, {row['txn_unknown']:,} unconfirmed; "
+            + ("; ".join(found) if found else "no lost commit, aborted read or torn transaction"))
+    if row.get("lso_stall_s"):
+        said += f"; read_committed consumers held back up to {row['lso_stall_s']:.1f} s (last stable offset standing still)"
+    return said, bool(found)
 
 
 def _elr_explained(row: dict[str, Any]) -> list[str]:

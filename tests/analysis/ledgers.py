@@ -80,7 +80,7 @@ def frames(spark):
                                    100,
                                    "broker-kill (leader of 0) at 3 s",
                                    [{"kind": "broker-kill", "target": "leader of 0", "at_s": 3.0, "heal_at_s": None}],
-                                   ns(0), ns(1), 10.0, ns(10), True, [], 1, False)], schemas.RUNS)
+                                   ns(0), ns(1), 10.0, ns(10), True, [], 1, False, None)], schemas.RUNS)
     events = spark.createDataFrame([
         (RUN, ns(0), "run-start", None, None, None, None, None, None, None, None, None, None, None),
         (RUN, ns(3.9), "fault-intent", "f1", "broker-kill", 1, "leader of 0", None, None, None, None, None, None, None),
@@ -99,7 +99,7 @@ def frames(spark):
     for t in range(11):
         for partition, state, replicas in ((0, _isr_p0(t), "1,2,3"), (1, _isr_p1(t), "2,3,1")):
             samples.append((RUN, ns(t), 2, "1,2,3", partition, state[0], replicas, state[1], None, 7, "", "", None,
-                            _hw(partition, t)))
+                            _hw(partition, t), None))
     timeline = spark.createDataFrame(samples, schemas.TIMELINE)
     return runs, events, produce, consume, timeline
 

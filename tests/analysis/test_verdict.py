@@ -179,3 +179,20 @@ def test_a_negative_control_is_good_when_it_loses_and_flags_a_blind_harness_when
                                                   lost_max=300, loss_ci_low=0.7225, loss_ci_high=1.0))
     assert text.startswith("negative control: lost acknowledged writes in 10 of 10 trials, as it must (median 120, "
                            "max 300 a trial): the harness sees loss") and severity == "good"
+
+
+def txn_row(**over):
+    return row(**{"txn_committed": 90, "txn_aborted": 10, "txn_unknown": 0, "lost_commits": 0, "aborted_reads": 0,
+                  "torn": 0, "lso_stall_s": 0.0, "txn_failed_sends": 100, "txn_client": "librdkafka 2.16.0",
+                  "failed": 100, **over})
+
+
+def test_the_sends_an_abort_purges_are_said_and_do_not_warn():
+    text, severity = verdict(txn_row(causes={}), [])
+    assert text == ("0 lost; 100 sends failed (100 of them in transactions that did not commit); exactly-once "
+                    "(librdkafka 2.16.0): 90 transactions committed, 10 aborted, 0 unconfirmed; no lost commit, "
+                    "aborted read or torn transaction")
+    assert severity == "good"
+    assert verdict(txn_row(causes={}, indeterminate=5), [])[1] == "warn"  # a send of a committed one: a warning
+    text, severity = verdict(txn_row(causes={}, torn=1, lso_stall_s=61.5), [])
+    assert severity == "bad" and "1 transaction TORN (read in part)" in text and "held back up to 61.5 s" in text

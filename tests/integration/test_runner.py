@@ -187,6 +187,37 @@ def test_acks_1_below_min_isr_is_acknowledged_but_unreadable_until_the_isr_grows
     assert "acknowledged while the high watermark stood still" in analysed.verdict
 
 
+def test_exactly_once_under_a_leader_kill_loses_no_commit_and_shows_no_aborted_write(cluster_up, runner, tmp_path):
+    """Transactional producers (librdkafka) and read_committed readers under a leader kill: every
+    transaction has one fate in the ledger; the read_committed final read holds exactly the
+    committed transactions' messages; the checker finds nothing lost, aborted-read or torn."""
+    [run] = sc.load(ROOT / "benchmarks" / "suites" / "evidence" / "20-exactly-once-leader-kills.yml")
+    assert run.scenario is not None
+    scenario = run.scenario.model_copy(update={
+        "workload": run.scenario.workload.model_copy(update={"duration_s": 30.0}),
+        "faults": [sc.KINDS["broker-kill"].model_validate(
+            {"kind": "broker-kill", "at_s": 5, "heal_at_s": 22, "target": {"leader_of": 0}})]})
+    summary = runner_lib.execute(scenario, cluster_up, LOCAL_INVENTORY, runner, tmp_path, quick=True, seed=11)
+    assert summary.valid, summary.invalid_reasons
+    assert summary.transactions is not None and summary.transactions.client.startswith("librdkafka ")
+    assert [f.kind for f in summary.faults] == ["broker-kill"]
+    run_dir = tmp_path / os.path.basename(summary.run_dir)
+    txns = ledger.read(run_dir / "ledger" / "txn", ledger.TXN_SCHEMA).to_pylist()
+    fates = {r["fate"] for r in txns}
+    assert {"committed", "aborted"} <= fates <= {"committed", "aborted", "unknown"}
+    committed = {(r["producer"], r["first_seq"] + i) for r in txns if r["fate"] == "committed" for i in range(r["messages"])}
+    read = ledger.read(run_dir / "ledger" / "consume", ledger.CONSUME_SCHEMA).to_pylist()
+    seen = {(r["producer"], r["seq"]) for r in read if r["group"] == "final-read-committed"}
+    aborted = {(r["producer"], r["first_seq"] + i) for r in txns if r["fate"] == "aborted" for i in range(r["messages"])}
+    assert committed <= seen and not seen & aborted and len(committed) > 1000
+    [analysed] = outputs.build(str(tmp_path)).data.runs
+    s = analysed.summary
+    assert (s["lost_commits"], s["aborted_reads"], s["torn"], s["lost"] + s["unseen"], s["duplicates"]) == (0, 0, 0, 0, 0)
+    assert s["txn_committed"] == sum(r["fate"] == "committed" for r in txns) > 20
+    assert s["txn_aborted"] == sum(r["fate"] == "aborted" for r in txns) > 0
+    assert "no lost commit, aborted read or torn transaction" in analysed.verdict and analysed.severity != "bad"
+
+
 def test_a_fault_that_fails_at_run_time_invalidates_its_run_with_the_reason(cluster_up, runner, tmp_path):
     """An RF 1 partition has no follower to pause: the injection fails during the run, and the
     run says so instead of reporting a valid run without its fault."""

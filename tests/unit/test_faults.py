@@ -11,7 +11,7 @@ from pydantic import TypeAdapter
 from benchmarks import faults, inventory
 from benchmarks.ansible import PlaybookResult
 from benchmarks.cluster import BrokerState, ClusterStatus, ControllerState, PartitionState, QuorumState
-from benchmarks.fault_kinds import KINDS, Fault, Resolved, Situation, spec_of
+from benchmarks.fault_kinds import KINDS, Fault, FaultError, Resolved, Situation, spec_of
 from tests.conftest import LOCAL_INVENTORY, ROOT
 
 INV = inventory.load(LOCAL_INVENTORY)
@@ -224,3 +224,21 @@ def test_packet_loss_needs_its_share_and_hands_it_to_its_playbook():
     for bad in (0, 100, 0.001):
         with pytest.raises(ValueError, match="percent"):
             FAULT.validate_python({"kind": "packet-loss", "at_s": 1, "percent": bad})
+
+
+def test_the_transaction_coordinator_is_the_leader_of_the_partition_the_id_hashes_to():
+    """Kafka's partitionFor: Utils.abs(transactionalId.hashCode) % partitions of __transaction_state.
+    "hello".hashCode() is 99162322 (-> partition 22 of 50); "polygenelubricants".hashCode() is
+    Integer.MIN_VALUE, which Utils.abs maps to 0."""
+    state = tuple(PartitionState("__transaction_state", p, p % 3, (0, 1, 2), (0, 1, 2)) for p in range(50))
+    now = dataclasses.replace(status(), partitions=status().partitions + state)
+    target = spec(kind="broker-kill", target={"transaction_coordinator": True})
+    for transactional_id, partition in (("hello", 22), ("polygenelubricants", 0)):
+        got = target.resolve(Situation(INV, now, "t", random.Random(1), frozenset(), transactional_id))
+        assert got.broker_id == partition % 3
+        assert got.reason == (f"transaction coordinator of {transactional_id} (__transaction_state-{partition}): "
+                              f"broker {partition % 3}")
+    with pytest.raises(FaultError, match="no transactional producer"):
+        resolve(target, status())
+    with pytest.raises(FaultError, match="__transaction_state is not in the cluster's metadata"):
+        target.resolve(Situation(INV, status(), "t", random.Random(1), frozenset(), "hello"))

@@ -372,3 +372,36 @@ def test_the_evidence_suite_kills_the_leader_at_least_60_times_and_repeats_its_c
         for control in ("10-negative-acks1-lagging-followers.yml", "11-negative-unclean-election.yml"):
             runs = [r.scenario for r in sc.load(suite / control, shape) if r.scenario]
             assert runs and all(s.trials == 10 and s.expect_loss for s in runs), (control, shape)
+
+
+@pytest.mark.parametrize("client, message", [
+    ({"producer": {"transactional.id": "x"}}, "demo.yml: scenario.client: producer.transactional.id: remove it with "
+                                              "transactions (set per producer from the run id)"),
+    ({"producer": {"acks": 1}}, "scenario.client: producer.acks: a transactional producer needs acks all (got '1')"),
+    ({"consumer": {"isolation.level": "read_uncommitted"}},
+     "scenario.client: consumer.isolation.level: with transactions every reader reads committed (allowed: "
+     "read_committed; got 'read_uncommitted')"),
+    ({"transactions": {"abort_ratio": 1.5}}, "scenario.client.transactions.abort_ratio: Input should be less than or "
+                                             "equal to 1"),
+])
+def test_a_transactional_profile_refuses_what_contradicts_it(client, message):
+    transactions = {"transactions": {"messages": 10}} if "transactions" not in client else {}
+    assert message in error_of(scenario={"client": {**client, **transactions}})
+
+
+def test_the_transaction_coordinator_is_a_target_of_transactional_runs_only():
+    fault = {"kind": "broker-kill", "at_s": 5, "target": {"transaction_coordinator": True}}
+    assert ("demo.yml: scenario: faults[0].target.transaction_coordinator: needs a transactional producer (client.transactions)"
+            in error_of(scenario={"faults": [fault]}))
+    [run] = parse(scenario={"faults": [fault], "client": {"transactions": {"messages": 5, "abort_ratio": 0.2}}})
+    assert run.scenario.client.transactions is not None and run.scenario.client.transactions.messages == 5
+
+
+def test_the_evidence_suite_checks_exactly_once_under_leader_and_coordinator_kills():
+    files = sorted((ROOT / "benchmarks" / "suites" / "evidence").glob("2*.yml"))
+    targets = []
+    for path in files:
+        [run] = sc.load(path)
+        assert run.scenario and run.scenario.client.transactions and len(run.scenario.injections()) == 10
+        targets.append(run.scenario.faults[0].target.words)
+    assert targets == ["leader of 0", "transaction coordinator"]
