@@ -50,6 +50,20 @@ CONSUME_SCHEMA = pa.schema([
     ("consumed_ns", pa.int64()),
 ])
 
+# One row per partition a consumer-group member was given or gave up (its rebalance callbacks):
+# event assigned | revoked | lost (lost: taken away without a chance to commit, e.g. a session
+# that expired). Under the classic eager protocol a rebalance revokes every partition of every
+# member and assigns them again; under cooperative-sticky and the consumer protocol (KIP-848)
+# only the partitions that move.
+GROUP_SCHEMA = pa.schema([
+    ("run_id", pa.string()),
+    ("group", pa.string()),
+    ("consumer", pa.string()),
+    ("t_ns", pa.int64()),
+    ("event", pa.string()),
+    ("partition", pa.int32()),
+])
+
 # One row per transaction of a transactional producer: its messages are seq first_seq to
 # first_seq + messages - 1 of that producer (a transaction's messages are consecutive).
 TXN_SCHEMA = pa.schema([

@@ -313,10 +313,21 @@ def consumer_main(args: ConsumerArgs, counters, slot: int, stop) -> None:
     consumer = Consumer({"auto.offset.reset": "earliest", **args.config, "bootstrap.servers": args.bootstrap,
                          "group.id": f"{args.run_id}-{args.group}",
                          "logger": silent_logger("kafka_bench.consumer")})
-    def joined(_consumer: Any, _partitions: Any) -> None:
-        counters[slot * COUNTERS + JOINED] = 1  # the runner waits for every member before its warm-up
+    changes = ledger.LedgerWriter(Path(args.ledger_dir).parent / "group", f"group-{args.group}-{args.name}",
+                                  ledger.GROUP_SCHEMA)
 
-    consumer.subscribe([args.topic], on_assign=joined)
+    def changed(event: str) -> Any:
+        def record(_consumer: Any, partitions: Any) -> None:
+            now = time.time_ns()
+            for tp in partitions:
+                changes.append(args.run_id, args.group, args.name, now, event, tp.partition)
+            changes.flush()
+            if event == "assigned":
+                counters[slot * COUNTERS + JOINED] = 1  # the runner waits for every member before its warm-up
+        return record
+
+    consumer.subscribe([args.topic], on_assign=changed("assigned"), on_revoke=changed("revoked"),
+                       on_lost=changed("lost"))
     consumed = 0
     try:
         while not stop.is_set():
@@ -329,8 +340,9 @@ def consumer_main(args: ConsumerArgs, counters, slot: int, stop) -> None:
             out.maybe_flush()
             counters[slot * COUNTERS] = consumed
     finally:
-        consumer.close()
+        consumer.close()  # a graceful leave: its partitions are revoked (recorded) and move
         out.close()
+        changes.close()
         counters[slot * COUNTERS] = consumed
 
 

@@ -293,6 +293,13 @@ def _impossible(raw: dict[str, Any], cluster: ClusterShape | None) -> tuple[str,
         return ("workload.eligible_leader_replicas",
                 f"Eligible Leader Replicas need a KRaft cluster (Kafka 4.x); this inventory runs {cluster.metadata_mode}, "
                 "which has none (allowed here: false or null)")
+    client = raw.get("client", {}) if isinstance(raw.get("client"), dict) else {}
+    consumer = client.get("consumer", {}) if isinstance(client.get("consumer"), dict) else {}
+    if str(consumer.get("group.protocol", "classic")) == "consumer" and cluster is not None \
+            and cluster.metadata_mode != "kraft":
+        return ("client.consumer.group.protocol",
+                f"the consumer group protocol (KIP-848) needs a KRaft cluster (Kafka 4.x); this inventory runs "
+                f"{cluster.metadata_mode} (allowed here: classic)")
     brokers = len(cluster.broker_ids) if cluster else None
     if brokers is not None and isinstance(rf, int) and rf > brokers:
         return ("workload.replication_factor",

@@ -25,6 +25,7 @@ class Inputs:
     consume: DataFrame
     timeline: DataFrame
     txns: DataFrame  # transactional runs' transactions (empty when none is)
+    changes: DataFrame  # consumer-group members' assignment changes
 
 
 def _glob(spark: SparkSession, pattern: str) -> list[str]:
@@ -81,4 +82,5 @@ def read(spark: SparkSession, root: str) -> Inputs:
         consume=_parquet(spark, run_dirs, "ledger/consume", schemas.CONSUME, "consume ledger"),
         timeline=_parquet(spark, run_dirs, "timeline", schemas.TIMELINE, "timeline", schemas.TIMELINE_NEWER),
         txns=_parquet(spark, run_dirs, "ledger/txn", schemas.TXN, "transaction ledger"),
+        changes=_parquet(spark, run_dirs, "ledger/group", schemas.GROUP, "group ledger"),
     )

@@ -40,6 +40,13 @@ from benchmarks.analysis.availability import (
     partition_states,
     unavailability,
 )
+from benchmarks.analysis.consumers import (
+    CONSUMER_COLUMNS,
+    consumer_lag,
+    consumer_summary,
+    read_anomalies,
+    rebalances,
+)
 from benchmarks.analysis.latency import end_to_end, errors, per_second, produce_phases
 from benchmarks.analysis.outcomes import (
     counts,
@@ -91,6 +98,9 @@ class Analysis:
     faults: DataFrame
     steps: DataFrame  # per step of each operational procedure (analysis/procedures.py)
     transactions: DataFrame  # per transaction of transactional runs (analysis/transactions.py)
+    lag: DataFrame  # per group, partition and second: consumer lag (analysis/consumers.py)
+    rebalances: DataFrame  # per rebalance of each consumer group
+    groups: DataFrame  # per consumer group: what it read, skipped, read out of order, twice
     summary: DataFrame  # per run (RUN_COLUMNS)
     trials: DataFrame  # per configuration (analysis/trials.py)
 
@@ -105,7 +115,7 @@ SUMMARY_COLUMNS = (
     "leaderless_partition", "leaderless_s", "under_min_isr_s", "hw_stall_s", "acked_invisible", "new_leader_s",
     "new_leader_from", "steady", "steady_p99_first_ms", "steady_p99_last_ms",
     "steady_p50_ms", "warm_p50_ms", "steady_acked_share", "causes", "faults_injected", "injections_with_loss",
-    *TXN_COLUMNS, "txn_client", "trial", "expect_loss", "valid", "invalid_reasons",
+    *TXN_COLUMNS, "txn_client", *CONSUMER_COLUMNS, "trial", "expect_loss", "valid", "invalid_reasons",
 )
 # The run rows of summary.csv: the above, and what each gains of its configuration's trials.
 RUN_COLUMNS = (*SUMMARY_COLUMNS, *PER_RUN)
@@ -114,7 +124,7 @@ RUN_COLUMNS = (*SUMMARY_COLUMNS, *PER_RUN)
 def summarize(runs: DataFrame, counts_df: DataFrame, reordered_df: DataFrame, phases: DataFrame,
               e2e: DataFrame, unavailable: DataFrame, impact: DataFrame, steady: DataFrame,
               errors_df: DataFrame, health: DataFrame, invisible: DataFrame, events: DataFrame,
-              charged: DataFrame, txn_counts: DataFrame) -> DataFrame:
+              charged: DataFrame, txn_counts: DataFrame, consumers: DataFrame) -> DataFrame:
     """One row per run with SUMMARY_COLUMNS: counts over the whole run; throughput and latency
     over the measured phase; unavailable_s is the worst partition's total time without acks
     (unavailable_in_fault_s: of windows overlapping the fault phase); leaderless_s the total of
@@ -128,7 +138,8 @@ def summarize(runs: DataFrame, counts_df: DataFrame, reordered_df: DataFrame, ph
     the faults the run injected (each injection of a recurring fault counts), injections_with_loss
     those any lost acknowledged write is charged to (`injection_losses`); TXN_COLUMNS, for
     transactional runs only (`transaction_counts`; null in other runs), and txn_client, the
-    client that ran their transactions."""
+    client that ran their transactions; CONSUMER_COLUMNS for runs with consumer groups
+    (`consumer_summary`; null in others)."""
     measured = phases.filter(F.col("phase") == "measured").select(
         "run_id", "throughput_msgs_s", "throughput_mb_s", "latency_p50_ms", "latency_p99_ms", "latency_p999_ms",
         "latency_max_ms", "send_latency_p99_ms")
@@ -159,7 +170,7 @@ def summarize(runs: DataFrame, counts_df: DataFrame, reordered_df: DataFrame, ph
             .join(leaderless, on="run_id", how="left").join(under, on="run_id", how="left")
             .join(steady.drop("steady_s"), on="run_id", how="left")
             .join(causes, on="run_id", how="left").join(injected, on="run_id", how="left")
-            .join(txn_counts, on="run_id", how="left")
+            .join(txn_counts, on="run_id", how="left").join(consumers, on="run_id", how="left")
             .withColumn("txn_client", F.col("transactions.client"))
             .withColumn("trial", F.coalesce(F.col("trial"), F.lit(1)))  # runs of older versions: one trial each
             .withColumn("expect_loss", F.coalesce(F.col("expect_loss"), F.lit(False)))
@@ -172,7 +183,7 @@ def summarize(runs: DataFrame, counts_df: DataFrame, reordered_df: DataFrame, ph
 
 def analyse(runs: DataFrame, events: DataFrame, produce: DataFrame, consume: DataFrame, timeline: DataFrame,
             gap_threshold_s: float = GAP_THRESHOLD_S, expected_acks: float = EXPECTED_ACKS,
-            txns: DataFrame | None = None) -> Analysis:
+            txns: DataFrame | None = None, changes: DataFrame | None = None) -> Analysis:
     """Every job over the same inputs. The per-message status, the timeline states and the
     small per-run results feed several others and the summary, so they are cached (the only
     state this module keeps; `release` frees it)."""
@@ -184,6 +195,11 @@ def analyse(runs: DataFrame, events: DataFrame, produce: DataFrame, consume: Dat
     if txns is None:  # no transactional run among the inputs
         txns = runs.sparkSession.createDataFrame([], schemas.TXN)
     outcomes = transaction_outcomes(txns, produce, consume).cache()
+    if changes is None:  # no consumer-group ledger among the inputs
+        changes = runs.sparkSession.createDataFrame([], schemas.GROUP)
+    lag = consumer_lag(produce, consume, runs).cache()
+    moves = rebalances(changes, runs).cache()
+    groups = read_anomalies(consume, changes).cache()
     bounds = phase_bounds(runs, events).cache()
     keys = run_keys(runs).cache()  # every ledger row belongs to one of the runs read
     codes = status_codes(produce, consume).cache()
@@ -202,12 +218,14 @@ def analyse(runs: DataFrame, events: DataFrame, produce: DataFrame, consume: Dat
     per_run = summarize(runs, counts_df, reordered_df, phases, e2e, unavailable, impact, steadiness(produce, bounds),
                         errors_df, health, acked_invisible(produce, states), events,
                         injection_losses(lost, produce, events),
-                        transaction_counts(outcomes, lso_stalls(timeline))).cache()
+                        transaction_counts(outcomes, lso_stalls(timeline)),
+                        consumer_summary(lag, moves, groups)).cache()
     per_configuration = trials(per_run).cache()
     return Analysis(
         runs=runs, bounds=bounds, codes=codes, status=decode_status(codes, keys), counts=counts_df,
         reordered=reordered_df, lost=lost,
         phases=phases, end_to_end=e2e, per_second=per_second(produce, runs), errors=errors_df,
         segments=segments, health=health, unavailability=unavailable, faults=impact, steps=steps, transactions=outcomes,
+        lag=lag, rebalances=moves, groups=groups,
         summary=with_trials(per_run, per_configuration).select(*RUN_COLUMNS).orderBy("scenario", "run_id"),
         trials=per_configuration)

@@ -37,6 +37,8 @@ CONSUME = from_arrow(ledger.CONSUME_SCHEMA)
 TIMELINE = from_arrow(timeline.TIMELINE_SCHEMA)
 TIMELINE_NEWER = tuple(f.name for f in timeline.TIMELINE_KRAFT_FIELDS + timeline.TIMELINE_HW_FIELDS
                        + timeline.TIMELINE_TXN_FIELDS)
+# Consumer-group members' assignment changes (ledger/group; absent from runs of older versions).
+GROUP = from_arrow(ledger.GROUP_SCHEMA)
 # A transactional run's transactions (ledger/txn); no such file in other runs.
 TXN = from_arrow(ledger.TXN_SCHEMA)
 

@@ -6,6 +6,8 @@ import dataclasses
 from collections import defaultdict
 from typing import Any
 
+from pyspark.sql import functions as F
+
 from benchmarks import records
 from benchmarks.analysis.metrics import Analysis
 
@@ -47,6 +49,8 @@ class ReportData:
     lost_all: list[dict[str, Any]]
     steps_all: list[dict[str, Any]] = dataclasses.field(default_factory=list)
     trials: list[TrialsReport] = dataclasses.field(default_factory=list)
+    # Tables written as they are (analysis/consumers.py, analysis/transactions.py), by name.
+    tables: dict[str, list[dict[str, Any]]] = dataclasses.field(default_factory=dict)
 
 
 def _rows(df) -> list[dict[str, Any]]:
@@ -85,5 +89,13 @@ def collect(analysis: Analysis, events_rows: list[dict[str, Any]], source: str) 
             fault_events=fault_events.get(rid, []), lost=lost.get(rid, [])[:LOST_IDS_SHOWN],
             steps=sorted(grouped["steps"].get(rid, []), key=lambda r: (r["procedure_id"], r["step"]))))
     steps_all = [step for run in runs for step in run.steps]
+    odd = F.col("lost_commit") | F.col("aborted_read") | F.col("torn") | (F.col("fate") == "unknown")
+    tables = {
+        "consumer-lag": _rows(analysis.lag.orderBy("run_id", "group", "partition", "second")),
+        "rebalances": _rows(analysis.rebalances.orderBy("run_id", "group", "rebalance")),
+        "consumer-groups": _rows(analysis.groups.orderBy("run_id", "group")),
+        # Transactions are many: those that broke a promise, or whose end was not confirmed.
+        "transactions": _rows(analysis.transactions.filter(odd).orderBy("run_id", "producer", "txn")),
+    }
     return ReportData(source=source, runs=runs, lost_all=lost_all, steps_all=steps_all,
-                      trials=[TrialsReport(row) for row in _rows(analysis.trials)])
+                      trials=[TrialsReport(row) for row in _rows(analysis.trials)], tables=tables)

@@ -52,8 +52,7 @@ LEADER_FROM = {"isr": "the ISR", "elr": "the ELR", "unclean": "unclean election"
 
 def figures(s: dict[str, Any]) -> list[tuple[str, Any]]:
     """A run's row of the comparison table: (column, cell)."""
-    name = s["scenario"] + (f" trial {s['trial']}" if (s.get("trials") or 0) > 1 else "")
-    cells = [Markup('<a href="#{}">{}</a>').format(s["run_id"], name), s["acks"], s["replication_factor"],
+    cells = [_run_name(s), s["acks"], s["replication_factor"],
              s["min_insync_replicas"], _num(s["unclean_leader_election"]), _num(s.get("eligible_leader_replicas")),
              Markup('<span class="small">{}</span>').format(s["fault"]),
              _num(s["sent"]), _num(s["acked"]), _num(s["failed"]), _num(s["indeterminate"]),
@@ -179,6 +178,57 @@ def trials_rows(data: ReportData) -> list[dict[str, Any]]:
     return rows
 
 
+def _run_name(s: dict[str, Any]) -> Markup:
+    name = s["scenario"] + (f" trial {s['trial']}" if (s.get("trials") or 0) > 1 else "")
+    return Markup('<a href="#{}">{}</a>').format(s["run_id"], name)
+
+
+def extra_tables(data: ReportData) -> list[dict[str, Any]]:
+    """Exactly-once and consumer-group figures, for the runs that have them (none: no table)."""
+    tables = []
+    txn = [r.summary for r in data.runs if r.summary.get("txn_committed") is not None]
+    if txn:
+        tables.append({"title": "Exactly-once", "headers": (
+            "run", "client", "committed", "aborted", "unconfirmed", "lost commits", "aborted reads", "torn",
+            "duplicates", "LSO stall s"),
+            "about": "Transactions as their producers were told they ended, against what read_committed readers got. "
+                     "Lost commit: a committed transaction with a message missing; aborted read: an aborted one a "
+                     "reader saw; torn: read in part; LSO stall: the longest the last stable offset stood still below "
+                     "the high watermark (a hanging transaction holding read_committed consumers back).",
+            "rows": [(_run_name(s), s["txn_client"] or "–", _num(s["txn_committed"]), _num(s["txn_aborted"]),
+                      _num(s["txn_unknown"]), _num(s["lost_commits"]), _num(s["aborted_reads"]), _num(s["torn"]),
+                      _num(s["duplicates"]), _num(s["lso_stall_s"], 1)) for s in txn]})
+    groups = {(g["run_id"], g["group"]): g for g in data.tables.get("consumer-groups", [])}
+    if groups:
+        by_run = {r.summary["run_id"]: r.summary for r in data.runs}
+        lag: dict[tuple[str, str], tuple[int, float]] = {}
+        for row in data.tables.get("consumer-lag", []):
+            key, was = (row["run_id"], row["group"]), lag.get((row["run_id"], row["group"]), (0, 0.0))
+            lag[key] = (max(was[0], row["lag"]), max(was[1], row["lag_s"]))
+        moves: dict[tuple[str, str], list[dict[str, Any]]] = {}
+        for row in data.tables.get("rebalances", []):
+            if row["during_load"]:
+                moves.setdefault((row["run_id"], row["group"]), []).append(row)
+        tables.append({"title": "Consumer groups", "headers": (
+            "run", "group", "read", "lag max", "lag max s", "rebalances", "slowest s", "paused", "moved", "skipped",
+            "out of order", "read twice"),
+            "about": "Lag: acknowledged messages the log holds that the group had not read yet, at the end of each "
+                     "second (and the age of the oldest). Rebalances under load: partitions taken from members and "
+                     "given out again; paused: partitions without an owner meanwhile; moved: given to another member. "
+                     "Skipped: never read although a later offset was; out of order: a member read a lower offset "
+                     "after a higher one within one assignment.",
+            "rows": [_group_row(by_run[key[0]], g, lag.get(key, (0, 0.0)), moves.get(key, []))
+                     for key, g in sorted(groups.items()) if key[0] in by_run]})
+    return tables
+
+
+def _group_row(s: dict[str, Any], g: dict[str, Any], lag: tuple[int, float], moves: list[dict[str, Any]]) -> tuple:
+    return (_run_name(s), g["group"], _num(g["read"]), _num(lag[0]), _num(lag[1], 1), _num(len(moves)),
+            _num(max((m["duration_s"] for m in moves), default=None), 1), _num(sum(m["partitions_paused"] for m in moves)),
+            _num(sum(m["partitions_moved"] for m in moves)), _num(g["skipped"]), _num(g["out_of_order"]),
+            _num(g["group_duplicates"]))
+
+
 def page(data: ReportData) -> str:
     generated = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     lost = sum(r.summary["lost"] + r.summary["unseen"] for r in data.runs)
@@ -192,4 +242,4 @@ def page(data: ReportData) -> str:
     return _TEMPLATES.get_template("report.html.j2").render(
         source=data.source, generated=generated, headline=headline, comparison_headers=COMPARISON,
         loss_bars=Markup(loss_bars(data)), runs=[run_context(r) for r in data.runs], lost_ids_shown=LOST_IDS_SHOWN,
-        trials_headers=TRIALS, trials=trials_rows(data))
+        trials_headers=TRIALS, trials=trials_rows(data), extra_tables=extra_tables(data))

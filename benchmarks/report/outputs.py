@@ -1,7 +1,8 @@
 """The report of a run or sweep directory, end to end: Spark session, inputs, analysis,
 verdicts, then report.html, summary.csv (a row per run), trials.csv (a row per configuration:
-its trials summed up), summary.parquet, lost-messages.csv and, for runs with operational
-procedures, procedure-steps.csv."""
+its trials summed up), summary.parquet, lost-messages.csv, for runs with operational procedures procedure-steps.csv,
+for runs with consumer groups consumer-lag.csv, rebalances.csv and consumer-groups.csv, and for
+transactional runs transactions.csv (the transactions that broke a promise or were not confirmed)."""
 
 from __future__ import annotations
 
@@ -72,6 +73,9 @@ def write(data: ReportData, out_dir: Path) -> Report:
         _write_csv(lost_path, tuple(data.lost_all[0]), data.lost_all)
     if data.steps_all:
         _write_csv(out_dir / "procedure-steps.csv", tuple(data.steps_all[0]), data.steps_all)
+    for name, table in data.tables.items():  # consumer-lag.csv, rebalances.csv, ...: only those with rows
+        if table:
+            _write_csv(out_dir / f"{name}.csv", tuple(table[0]), table)
     html_path = out_dir / "report.html"
     tmp = html_path.with_suffix(".html.tmp")
     tmp.write_text(html.page(data), encoding="utf-8")
@@ -90,7 +94,7 @@ def build(root: str, out_dir: Path | None = None, master: str = "local[*]", conf
     spark = spark_session(master, conf)
     found = inputs.read(spark, root)
     analysis = metrics.analyse(found.runs, found.events, found.produce, found.consume, found.timeline,
-                               gap_threshold_s=gap_threshold_s, txns=found.txns)
+                               gap_threshold_s=gap_threshold_s, txns=found.txns, changes=found.changes)
     events = [row.asDict() for row in found.events.collect()]
     data = collect(analysis, events, source=root)
     peers = [r.summary for r in data.runs]

@@ -83,6 +83,10 @@ def verdict(row: dict[str, Any], peers: list[dict[str, Any]]) -> tuple[str, str]
         severity = "warn" if severity == "good" and not row.get("expect_loss") and refused > aborted else severity
     if row["duplicates"]:
         parts.append(_plural(row["duplicates"], "duplicate"))
+    if row.get("lag_max") is not None:
+        told, odd = consumers_said(row)
+        parts.append(told)
+        severity = "warn" if odd and severity == "good" else severity
     if row.get("txn_committed") is not None:
         told, broken = transactions_said(row)
         parts.append(told)
@@ -111,6 +115,19 @@ def verdict(row: dict[str, Any], peers: list[dict[str, Any]]) -> tuple[str, str]
             parts.append(f"new leader after {row['new_leader_s']:.1f} s" + (f" ({' and '.join(origins)})" if origins else ""))
         parts += _elr_explained(row)
     return "; ".join(parts), severity
+
+
+def consumers_said(row: dict[str, Any]) -> tuple[str, bool]:
+    """The consumer groups in words (analysis/consumers.py), and whether one read wrong."""
+    said = f"consumers lagged up to {_plural(row['lag_max'], 'record')} ({row['lag_max_s'] or 0:.1f} s)"
+    if row.get("rebalances"):
+        said += (f", {_plural(row['rebalances'], 'rebalance')} under load (slowest {row['rebalance_max_s']:.1f} s, "
+                 f"{_plural(row['partitions_moved'], 'partition')} moved)")
+    wrong = [text for n, text in ((row.get("skipped"), f"{row.get('skipped'):,} SKIPPED"),
+                                  (row.get("out_of_order"), f"{row.get('out_of_order'):,} read OUT OF ORDER")) if n]
+    if row.get("group_duplicates"):
+        wrong.append(f"{row['group_duplicates']:,} read twice")
+    return said + ("; " + ", ".join(wrong) if wrong else ""), bool(row.get("skipped") or row.get("out_of_order"))
 
 
 def transactions_said(row: dict[str, Any]) -> tuple[str, bool]:

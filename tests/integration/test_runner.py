@@ -218,6 +218,31 @@ def test_exactly_once_under_a_leader_kill_loses_no_commit_and_shows_no_aborted_w
     assert "no lost commit, aborted read or torn transaction" in analysed.verdict and analysed.severity != "bad"
 
 
+def test_a_member_leaving_its_group_is_a_rebalance_that_moves_its_partitions_and_skips_nothing(cluster_up, runner,
+                                                                                             tmp_path):
+    """Seed 001's consumer failover, for real: three members share 13 partitions and one leaves;
+    the group ledger records every assignment change, the analysis finds the rebalance under load
+    with the leaver's partitions moved, the lag it caused, and no record skipped or read out of order."""
+    [run] = sc.load(ROOT / "benchmarks" / "suites" / "seeds" / "01-cloudurable-failover.yml")
+    assert run.scenario is not None
+    summary = runner_lib.execute(run.scenario, cluster_up, LOCAL_INVENTORY, runner, tmp_path, quick=True, seed=2)
+    assert summary.valid, summary.invalid_reasons
+    changes = ledger.read(tmp_path / os.path.basename(summary.run_dir) / "ledger" / "group", ledger.GROUP_SCHEMA)
+    mine = [r for r in changes.to_pylist() if r["group"] == "mygroup"]
+    assert {r["consumer"] for r in mine} == {"c0", "c1", "c2"}
+    assert {r["partition"] for r in mine if r["event"] == "assigned"} == set(range(13))
+    report = outputs.build(str(tmp_path))
+    [analysed] = report.data.runs
+    s = analysed.summary
+    moves = [r for r in report.data.tables["rebalances"] if r["group"] == "mygroup" and r["during_load"]]
+    assert moves and sum(r["partitions_moved"] for r in moves) >= 4, moves  # the leaver held 4 or 5 of 13
+    assert all(r["duration_s"] >= 0 for r in moves) and s["rebalances"] >= 1
+    assert s["skipped"] == 0 and s["out_of_order"] == 0 and s["lag_max"] > 0 and s["lag_max_s"] > 0
+    groups = {r["group"]: r for r in report.data.tables["consumer-groups"]}
+    assert set(groups) == {"console-a", "console-b", "mygroup"}
+    assert "consumers lagged up to" in analysed.verdict and (tmp_path / "rebalances.csv").exists()
+
+
 def test_a_fault_that_fails_at_run_time_invalidates_its_run_with_the_reason(cluster_up, runner, tmp_path):
     """An RF 1 partition has no follower to pause: the injection fails during the run, and the
     run says so instead of reporting a valid run without its fault."""

@@ -405,3 +405,13 @@ def test_the_evidence_suite_checks_exactly_once_under_leader_and_coordinator_kil
         assert run.scenario and run.scenario.client.transactions and len(run.scenario.injections()) == 10
         targets.append(run.scenario.faults[0].target.words)
     assert targets == ["leader of 0", "transaction coordinator"]
+
+
+def test_the_consumer_group_protocol_needs_a_kraft_cluster():
+    doc = {"scenario": {"name": "demo", "client": {"consumer": {"group.protocol": "consumer"}}}}
+    with pytest.raises(sc.ScenarioError, match=r"demo.yml: scenario.client.consumer.group.protocol: the consumer group "
+                                               r"protocol \(KIP-848\) needs a KRaft cluster \(Kafka 4.x\); this inventory "
+                                               r"runs zookeeper \(allowed here: classic\)"):
+        sc.parse(doc, "demo.yml", THREE_BROKERS)
+    [run] = sc.parse(doc, "demo.yml", KRAFT_SHAPE)
+    assert run.scenario is not None and run.scenario.client.consumer["group.protocol"] == "consumer"
