@@ -205,11 +205,11 @@ def producer_main(args: ProducerArgs, counters, slot: int, end=None) -> None:
             return False
         except KafkaException as exc:
             reported.pop()
-            said = f"{exc.args[0].name()}: {exc.args[0].str()}"
+            refusal = f"{exc.args[0].name()}: {exc.args[0].str()}"
             if exc.args[0].fatal():
-                fatal[:] = fatal or [said]
+                fatal[:] = fatal or [refusal]
             elif txn is not None:  # refused inside a transaction (an abortable state): end it
-                txn.refused(said)
+                txn.refused(refusal)
             else:
                 raise
             return False

@@ -415,13 +415,13 @@ def _summarize(run: Run) -> records.RunSummary:
         transactions=records.TransactionProfile(
             messages=s.client.transactions.messages, abort_ratio=s.client.transactions.abort_ratio,
             timeout_ms=s.client.transactions.timeout_ms,
-            client=f"librdkafka {confluent_kafka_libversion()}") if s.client.transactions else None,
+            client=f"librdkafka {_librdkafka_version()}") if s.client.transactions else None,
     )
     (run_dir / "summary.json").write_text(summary.model_dump_json(indent=2))
     return summary
 
 
-def confluent_kafka_libversion() -> str:
+def _librdkafka_version() -> str:
     import confluent_kafka
 
     return str(confluent_kafka.libversion()[0])
