@@ -175,14 +175,15 @@ def producer_main(args: ProducerArgs, counters, slot: int, end=None) -> None:
     logger = silent_logger("kafka_bench.producer")
     said = broker_errors.attach(logger, args.topic)
     config = {**broker_errors.producer_config(args.config), "bootstrap.servers": args.bootstrap, "logger": logger}
-    txn = None
+    txn, init_timeout_s = None, 60.0
     if args.transactions is not None:
+        init_timeout_s = args.transactions.timeout_ms / 1000
         config |= txns.producer_config(args.transactions, args.run_id, index)
         txn = txns.Transactions(args.transactions, args.run_id, index, Path(args.ledger_dir).parent / "txn",
                                 enabled=args.ledger_enabled)
     producer = Producer(config)
     if txn is not None:
-        txns.init(producer, args.transactions.timeout_ms / 1000 if args.transactions else 60)
+        txns.init(producer, init_timeout_s)
     padding = b"\0" * max(0, args.message_size - HEADER.size)
     produce, poll, topic = producer.produce, producer.poll, args.topic
     fatal: list[str] = []  # the client's fatal error, until the producer is replaced
@@ -247,7 +248,7 @@ def producer_main(args: ProducerArgs, counters, slot: int, end=None) -> None:
         producer = Producer(config)
         produce, poll = producer.produce, producer.poll
         if txn is not None:  # the same transactional.id: fences the old instance, completes its transaction
-            txns.init(producer, args.transactions.timeout_ms / 1000 if args.transactions else 60)
+            txns.init(producer, init_timeout_s)
         fatal.clear()
 
     def stalled() -> None:

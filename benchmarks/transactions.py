@@ -9,6 +9,7 @@ into librdkafka's transaction API happens on the producer's own thread, never in
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import random
 import time
@@ -96,7 +97,9 @@ class Transactions:
         if self.first_seq is None:
             return False
         if not self.sent:  # begun, nothing in it: nothing to commit either
-            with _suppress_kafka():
+            from confluent_kafka import KafkaException
+
+            with contextlib.suppress(KafkaException):  # nothing at stake in an empty transaction
                 producer.abort_transaction(CALL_TIMEOUT_S)
             self.first_seq = None
             return False
@@ -144,14 +147,3 @@ class Transactions:
     def close(self) -> None:
         self.out.close()
 
-
-class _suppress_kafka:
-    """A context that swallows a KafkaException (an empty transaction's abort: nothing at stake)."""
-
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, kind: Any, exc: Any, tb: Any) -> bool:
-        from confluent_kafka import KafkaException
-
-        return kind is not None and issubclass(kind, KafkaException)
