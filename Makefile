@@ -12,7 +12,7 @@ INVENTORY ?= inventories/local
 # Tools the tests and playbooks start (ansible-playbook, molecule, ...) come from the venv.
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: bench bench-durability bench-kraft bench-operations bench-evidence bench-lab bench-lab-kraft bench-operations-lab perf perf-deps perf-analysis report test test-deps test-unit test-cluster test-roles test-lab lint install cluster-up cluster-down cluster-status lab-deps lab-up lab-down clean
+.PHONY: bench bench-durability bench-kraft bench-operations bench-evidence bench-lab bench-lab-kraft bench-operations-lab perf perf-deps perf-analysis report test test-full test-deps test-unit test-cluster test-roles test-lab lint install cluster-up cluster-down cluster-status lab-deps lab-up lab-down clean
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -109,11 +109,20 @@ PERF_PACKAGES := librdkafka-dev
 perf-deps:
 	$(call apt-install,$(PERF_PACKAGES),test -f /usr/include/librdkafka/rdkafka.h,the C reference loop)
 
-## Everything: unit, lint, the local cluster, install sources, Molecule, then the multi-host lab.
-## Every Debian package a test uses is installed first: a test never skips for a missing one.
+## The tests: unit, lint, Spark analysis, the local clusters (ZooKeeper and KRaft), install sources,
+## Molecule, then the multi-host lab; the long end-to-end checks (marked `long`) are left to
+## `make test-full`. Every Debian package a test uses is installed first: a test never skips for a
+## missing one.
 test: install test-deps
 	$(BIN)/python -m pytest
 	$(MAKE) test-lab
+
+## Everything `make test` runs and the long checks besides: the migration, the upgrades, exactly-once
+## under a leader kill, the KRaft nemesis, the second negative controls, the lab's packet loss,
+## ZooKeeper ensemble and rolling restart, the KRaft lab. About 2 hours here.
+test-full: install test-deps
+	$(BIN)/python -m pytest -m 'not lab'
+	$(MAKE) test-lab LAB_TESTS=lab
 
 ## The C loop's headers, the lab's packages, and Vagrant (its file is validated by the unit tests).
 test-deps: perf-deps lab-deps
@@ -137,8 +146,9 @@ LAB_PACKAGES := openssh-server nftables ruby
 lab-deps:
 	$(call apt-install,$(LAB_PACKAGES),test -x /usr/sbin/sshd && command -v nft >/dev/null && command -v ruby >/dev/null,the lab)
 
+LAB_TESTS ?= lab and not long
 test-lab: install lab-deps
-	$(BIN)/python -m pytest -m lab -s tests/lab; status=$$?; \
+	$(BIN)/python -m pytest -m '$(LAB_TESTS)' -s tests/lab; status=$$?; \
 	  $(BIN)/kafka-bench lab down --inventory $(LAB_INVENTORY) || status=1; \
 	  $(BIN)/kafka-bench lab down --inventory $(LAB_KRAFT_INVENTORY) || status=1; exit $$status
 

@@ -154,6 +154,7 @@ def test_cluster_up_via_cli_reports_healthy(deployed_cluster):
     assert "healthy: 3 brokers" in proc.stdout
 
 
+@pytest.mark.long
 def test_a_broker_replaced_by_a_new_host_with_a_new_id_hands_it_every_replica(deployed_cluster, runner, tmp_path):
     """The inventory gains broker3 (the new machine, id 3, port 9095); replace-broker.yml deploys it,
     moves every replica of broker 2 onto it (2's place in each replica list, so the preferred

@@ -28,7 +28,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from tests.conftest import ROOT, assert_ok, listening_ports, wait_for
 from tests.integration.procedures import run_procedure_scenario
 
-pytestmark = [pytest.mark.cluster, pytest.mark.slow]
+pytestmark = [pytest.mark.cluster, pytest.mark.slow, pytest.mark.long]
 
 INVENTORY = ROOT / "inventories" / "local-migration"
 STATE = ROOT / ".state" / "local-migration"

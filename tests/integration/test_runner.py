@@ -158,6 +158,7 @@ def test_negative_control_acks_1_with_lagging_followers_loses_acked_writes(clust
     assert len({f.hosts[0] for f in summary.faults}) == 3, "the two pauses and the kill hit three different brokers"
 
 
+@pytest.mark.long
 def test_negative_control_unclean_election_loses_acked_writes(cluster_up, runner, tmp_path, spark):
     """acks=all does not help when a stale follower may be elected: if this loses nothing, the harness is blind."""
     run, _elr_on = sc.load(ROOT / "benchmarks" / "suites" / "durability" / "11-negative-unclean-election.yml")
@@ -169,6 +170,7 @@ def test_negative_control_unclean_election_loses_acked_writes(cluster_up, runner
     assert analysed.severity == "good" and "negative control: lost acknowledged writes, as it must" in analysed.verdict
 
 
+@pytest.mark.long
 def test_acks_1_below_min_isr_is_acknowledged_but_unreadable_until_the_isr_grows_back(cluster_up, runner, tmp_path,
                                                                                      spark):
     """The kraft suite's acks1-below-min-isr on ZooKeeper 3.9.2: the follower stopped, acks=1
@@ -187,6 +189,7 @@ def test_acks_1_below_min_isr_is_acknowledged_but_unreadable_until_the_isr_grows
     assert "acknowledged while the high watermark stood still" in analysed.verdict
 
 
+@pytest.mark.long
 def test_exactly_once_under_a_leader_kill_loses_no_commit_and_shows_no_aborted_write(cluster_up, runner, tmp_path):
     """Transactional producers (librdkafka) and read_committed readers under a leader kill: every
     transaction has one fate in the ledger; the read_committed final read holds exactly the
@@ -316,6 +319,7 @@ def test_heal_after_the_runner_was_killed_during_a_fault(cluster_up, tmp_path):
     assert {"kafka-bench-broker0", "kafka-bench-broker1", "kafka-bench-broker2", "kafka-bench-zk0"} <= set(service_pids())
 
 
+@pytest.mark.long
 def test_perf_benchmark_runs_the_generator_and_the_c_loop_on_the_same_schedule(cluster_up):
     """`make perf` in miniature: both loops at one rate, every scheduled message sent and
     acknowledged, send delays measured after the warm-up only; unthrottled, both report a rate."""

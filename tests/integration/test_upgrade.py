@@ -20,7 +20,7 @@ from confluent_kafka.admin import AdminClient
 from tests.conftest import ROOT, assert_ok, listening_ports
 from tests.integration.procedures import run_procedure_scenario
 
-pytestmark = [pytest.mark.cluster, pytest.mark.slow]
+pytestmark = [pytest.mark.cluster, pytest.mark.slow, pytest.mark.long]
 
 INVENTORY = ROOT / "inventories" / "local-upgrade"
 STATE = ROOT / ".state" / "local-upgrade"

@@ -134,6 +134,7 @@ def loss_counters(lab, host: str) -> dict[str, int]:
     return counts
 
 
+@pytest.mark.long
 def test_packet_loss_drops_its_share_for_real_and_heal_reverts_it_after_the_runner_was_killed(lab, lab_cluster,
                                                                                               tmp_path):
     """packet-loss of 20% at broker 2's host under load: nftables there sees the cluster's and the
@@ -176,6 +177,7 @@ def test_packet_loss_drops_its_share_for_real_and_heal_reverts_it_after_the_runn
     wait_for(lambda: cluster.describe(lab_cluster).healthy, 120, what="a healthy cluster after the heal")
 
 
+@pytest.mark.long
 def test_the_ensemble_survives_losing_one_zookeeper_server(lab_cluster, runner):
     modes = zookeeper_modes(lab_cluster)
     leader = next(name for name, mode in modes.items() if mode == "leader")
@@ -196,6 +198,7 @@ def test_the_ensemble_survives_losing_one_zookeeper_server(lab_cluster, runner):
              timeout=60, what="the ensemble of three serving again")
 
 
+@pytest.mark.long
 def test_rolling_restart_goes_host_by_host_with_the_controller_and_zookeeper_leader_last(lab, lab_cluster, runner):
     admin = AdminClient({"bootstrap.servers": lab_cluster.bootstrap_servers})
     topic = f"kb-lab-rolling-{time.time_ns()}"

@@ -19,7 +19,7 @@ from benchmarks.timeline import QUORUM_SCHEMA, TIMELINE_SCHEMA
 from tests.conftest import ROOT, assert_ok, wait_for
 from tests.lab.helpers import built_lab, deployed, ssh
 
-pytestmark = [pytest.mark.lab, pytest.mark.slow]
+pytestmark = [pytest.mark.lab, pytest.mark.slow, pytest.mark.long]
 
 LAB = ROOT / "inventories" / "lab-kraft"
 QUORUM = "10.213.1.11:9093,10.213.1.12:9093,10.213.1.13:9093"
