@@ -170,6 +170,7 @@ class FaultSpec(Strict):
     modes: ClassVar[frozenset[str]] = frozenset({"kraft", "zookeeper"})  # metadata modes the kind applies to
     needs_own_addresses: ClassVar[bool] = False  # brokers on hosts with addresses of their own
     needs_netem: ClassVar[bool] = False  # the hosts' kernel must have sch_netem (tc netem)
+    needs_data_disk: ClassVar[bool] = False  # brokers whose data is on a filesystem of its own
     heal_order: ClassVar[int] = 1  # `heal` reverts outstanding faults of lower order first
 
     @model_validator(mode="after")
@@ -518,10 +519,21 @@ class NetworkDelay(OnABroker):
         return {"fault_delay_ms": self.delay_ms, "fault_jitter_ms": self.jitter_ms}
 
 
+class DiskFull(OnABroker):
+    """The target's data filesystem filled up (a file as large as its free space), so the broker's
+    next write fails with ENOSPC; healed by deleting the file and starting the broker again if it
+    stopped. Only on brokers whose inventory names a filesystem that holds nothing but their data
+    (kafka_bench_fault_disk_mount: the lab's hosts each have one); never this machine's own disk."""
+
+    kind: Literal["disk-full"]
+    playbook = "faults/disk-full.yml"
+    needs_data_disk = True
+
+
 # The scenario's `faults` entries: a union keyed on `kind`, in the order users see the kinds.
 Fault = Annotated[BrokerKill | BrokerStop | BrokerPause | BrokerRestart | ZooKeeperStop | ControllerKill
                   | ControllerStop | ControllerPause | QuorumLoss | HostIsolate | HostPartition | PacketLoss
-                  | NetworkDelay,
+                  | NetworkDelay | DiskFull,
                   Field(discriminator="kind")]
 SPECS: tuple[type[FaultSpec], ...] = get_args(get_args(Fault)[0])
 KINDS: dict[str, type[FaultSpec]] = {get_args(spec.model_fields["kind"].annotation)[0]: spec for spec in SPECS}

@@ -25,6 +25,9 @@ class Broker:
     host: str
     port: int
     conf_dir: str
+    # The mount point of a filesystem that holds only this broker's data (kafka_bench_fault_disk_mount):
+    # the disk-full fault fills it. None: the broker's data shares a disk the fault must not fill.
+    data_disk: str | None = None
 
     @property
     def bootstrap(self) -> str:
@@ -180,7 +183,9 @@ def load(path: Path | str, kafka_group: str = "kafka", zookeeper_group: str = "z
         except (TypeError, ValueError) as exc:
             raise InventoryError(f"{path}: host {name}: kafka_broker_id and kafka_port must be integers ({exc})") from exc
         host = str(get("kafka_advertised_host", get("ansible_host", name)))
-        brokers.append(Broker(name, broker_id, host, port, str(get("kafka_conf_dir", "/etc/kafka"))))
+        disk = get("kafka_bench_fault_disk_mount")
+        brokers.append(Broker(name, broker_id, host, port, str(get("kafka_conf_dir", "/etc/kafka")),
+                              str(disk) if disk else None))
     zookeepers = []
     for name in groups.get(zookeeper_group, []):
         get = resolver(name)

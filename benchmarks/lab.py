@@ -68,6 +68,10 @@ class LabSpec:
     gateway: str
     management: str
     state_dir: Path
+    # Kafka's data on a filesystem of each host's own (a tmpfs of data_mb MiB mounted at data_mount),
+    # which the disk-full fault may fill; empty: the data stays in the host's /var.
+    data_mount: str = ""
+    data_mb: int = 0
 
     @property
     def key(self) -> Path:
@@ -164,8 +168,25 @@ def load_spec(inventory_path: Path | str = DEFAULT_INVENTORY) -> LabSpec:
             raise LabError(f"{inventory_path}: host {name}: lab host {lab_name} already has another address")
         seen[address] = lab_name
         hosts.append(LabHost(lab_name, str(address)))
+    data_mount, data_mb = _data_disk(where, get("kafka_bench_lab_data_mount"), get("kafka_bench_lab_data_mb"))
     return LabSpec(inventory_path, tuple(hosts), network, bridge, str(gateway), str(management),
-                   Path(str(get("kafka_bench_lab_state_dir"))))
+                   Path(str(get("kafka_bench_lab_state_dir"))), data_mount, data_mb)
+
+
+# A host's own directories the data filesystem must not cover (their contents would vanish under it).
+_HOST_DIRS = ("/", "/etc", "/var", "/opt", "/run", "/tmp", "/usr", "/var/lib")
+
+
+def _data_disk(where: str, mount: object, size_mb: object) -> tuple[str, int]:
+    """The lab hosts' data filesystem (mount point, MiB), checked: both set or neither."""
+    if mount is None and size_mb is None:
+        return "", 0
+    if not isinstance(mount, str) or not re.fullmatch(r"(/[A-Za-z0-9._-]+)+", mount) or mount in _HOST_DIRS:
+        raise LabError(f"{where}: kafka_bench_lab_data_mount {mount!r} must be an absolute path of its own, "
+                       f"not one of {', '.join(_HOST_DIRS)} (e.g. /var/lib/kafka)")
+    if isinstance(size_mb, bool) or not isinstance(size_mb, int) or not 16 <= size_mb <= 65536:
+        raise LabError(f"{where}: kafka_bench_lab_data_mb {size_mb!r} must be a whole number of MiB from 16 to 65536")
+    return mount, size_mb
 
 
 Run = Callable[[Sequence[str]], "subprocess.CompletedProcess[str]"]
@@ -334,7 +355,7 @@ class Lab:
             process = self.popen(
                 ["ip", "netns", "exec", host.netns, "unshare", "--mount", "--uts", "--pid", "--fork", "--kill-child",
                  "--mount-proc", "--", "/bin/sh", str(HOST_SCRIPT), host.name, host.address, str(state),
-                 str(authorized), str(hosts_file)],
+                 str(authorized), str(hosts_file), spec.data_mount, str(spec.data_mb)],
                 stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         (state / "init.pid").write_text(str(process.pid))
 

@@ -279,6 +279,8 @@ class ClusterShape:
     # Why its hosts' kernel has no sch_netem (tc netem), when known (the lab's hosts share this
     # machine's kernel); empty: it may have it (real hosts, Vagrant: the fault's playbook checks).
     no_netem: str = ""
+    # Brokers whose data has no filesystem of its own to fill (no kafka_bench_fault_disk_mount).
+    no_data_disk: tuple[str, ...] = ()
 
 
 def _impossible(raw: dict[str, Any], cluster: ClusterShape | None) -> tuple[str, str] | None:
@@ -326,6 +328,13 @@ def _cluster_errors(run: Run, source: str, cluster: ClusterShape) -> list[str]:
                           f"{cluster.no_netem}: run it on real hosts or Vagrant VMs; allowed here: "
                           + ", ".join(kind for kind, spec in KINDS.items()
                                       if not spec.needs_netem and cluster.metadata_mode in spec.modes))
+            continue
+        if fault.needs_data_disk and cluster.no_data_disk:
+            errors.append(f"{field}.kind: {fault.kind} fills a filesystem that holds only Kafka's data, and brokers "
+                          f"{', '.join(cluster.no_data_disk)} name none (kafka_bench_fault_disk_mount: its mount point; "
+                          "the lab mounts one per host at /var/lib/kafka); allowed here: "
+                          + ", ".join(kind for kind, spec in KINDS.items()
+                                      if not spec.needs_data_disk and cluster.metadata_mode in spec.modes))
             continue
         if cluster.hosts < 2 and fault.needs_own_addresses:
             errors.append(f"{field}.kind: {fault.kind} needs brokers on hosts with "

@@ -121,7 +121,8 @@ def run(ctx: click.Context, suite_or_file: str, inventory_path: Path, quick: boo
         shape = scenario_lib.ClusterShape(tuple(b.broker_id for b in inv.brokers), len({b.host for b in inv.brokers}),
                                           inv.metadata_mode, tuple(c.node_id for c in inv.controllers),
                                           len(inv.migration_controllers), inv.kafka_version,
-                                          lab_lib.netem_missing(inventory_path))
+                                          lab_lib.netem_missing(inventory_path),
+                                          tuple(b.name for b in inv.brokers if not b.data_disk))
         files = scenario_files(suite_or_file)
         runs = [run for path in files for run in scenario_lib.load(path, shape, in_suite=len(files) > 1)]
         if runs and all(r.scenario is None for r in runs):

@@ -82,8 +82,9 @@ def test_every_kind_has_its_playbook_and_only_its_own_options():
     assert spec(kind="host-partition").extravars() == {} == spec(kind="broker-kill").extravars()
     assert [k for k, cls in KINDS.items() if cls.needs_own_addresses] == ["host-isolate", "host-partition", "packet-loss",
                                                                             "network-delay"]
-    with pytest.raises(faults.FaultError, match="unknown fault 'disk-full'; known: broker-kill, "):
-        spec_of("disk-full")
+    assert [k for k, cls in KINDS.items() if cls.needs_data_disk] == ["disk-full"]
+    with pytest.raises(faults.FaultError, match="unknown fault 'slow-disk'; known: broker-kill, "):
+        spec_of("slow-disk")
 
 
 def test_injection_journals_intent_before_the_playbook_and_revert_heals(tmp_path):

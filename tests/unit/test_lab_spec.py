@@ -43,6 +43,10 @@ def test_the_lab_inventory_describes_three_hosts_on_their_own_subnet():
         ("lab3", "10.213.0.13", "kb-lab3", "kbv-lab3")]
     assert (spec.bridge, spec.gateway, spec.management) == ("kblab0", "10.213.0.1", "10.213.0.254")
     assert spec.state_dir == ROOT / ".state" / "lab"
+    # Kafka's data on a tmpfs of each host's own, which the disk-full fault (and only it) fills.
+    assert (spec.data_mount, spec.data_mb) == ("/var/lib/kafka", 512)
+    assert {b.data_disk for b in inventory_lib.load(ROOT / "inventories" / "lab").brokers} == {"/var/lib/kafka"}
+    assert {b.data_disk for b in inventory_lib.load(ROOT / "inventories" / "local").brokers} == {None}
 
 
 def test_the_kraft_lab_runs_a_controller_and_a_broker_on_each_of_its_hosts():
@@ -112,6 +116,12 @@ def test_processes_of_one_lab_host_must_name_it(tmp_path):
      "kafka_bench_lab_gateway 10.214.0.1 must be a host address of kafka_bench_lab_network"),
     ({"lab1": "10.213.0.11"}, {"kafka_bench_lab_management_address": "10.213.0.1"}, "must differ"),
     ({"lab1": "10.213.0.11"}, {"kafka_bench_lab_bridge": "a-bridge-name-too-long"}, "kafka_bench_lab_bridge"),
+    ({"lab1": "10.213.0.11"}, {"kafka_bench_lab_data_mount": "/var", "kafka_bench_lab_data_mb": 64},
+     "kafka_bench_lab_data_mount '/var' must be an absolute path of its own, not one of /, /etc, /var"),
+    ({"lab1": "10.213.0.11"}, {"kafka_bench_lab_data_mount": "/var/lib/kafka"},
+     "kafka_bench_lab_data_mb None must be a whole number of MiB from 16 to 65536"),
+    ({"lab1": "10.213.0.11"}, {"kafka_bench_lab_data_mount": "/var/lib/kafka", "kafka_bench_lab_data_mb": "lots"},
+     "kafka_bench_lab_data_mb 'lots' must be a whole number"),
 ])
 def test_bad_lab_inventories_are_refused_with_the_file_and_field(tmp_path, hosts, overrides, expected):
     msg = error(tmp_path, hosts, **overrides)

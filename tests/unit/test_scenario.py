@@ -92,7 +92,8 @@ def test_fault_kind_lists_the_allowed_values():
     msg = error_of(scenario={"faults": [{"kind": "broker-kil", "at_s": 1}]})
     assert "scenario.faults[0].kind: must be one of 'broker-kill', 'broker-stop', 'broker-pause', " \
            "'broker-restart', 'zookeeper-stop', 'controller-kill', 'controller-stop', 'controller-pause', " \
-           "'quorum-loss', 'host-isolate', 'host-partition', 'packet-loss' or 'network-delay' (got 'broker-kil')" in msg
+           "'quorum-loss', 'host-isolate', 'host-partition', 'packet-loss', 'network-delay' or 'disk-full' " \
+           "(got 'broker-kil')" in msg
 
 
 @pytest.mark.parametrize("target", [{}, {"broker": 1, "controller": True}, {"random": False}])
@@ -228,6 +229,19 @@ def test_network_faults_need_hosts_with_addresses_of_their_own():
             in str(info.value))
     assert "allowed here: broker-kill, broker-stop, broker-pause, broker-restart, zookeeper-stop" in str(info.value)
     assert len(sc.parse(doc, "demo.yml", sc.ClusterShape(broker_ids=(0, 1, 2), hosts=3))) == 1
+
+
+def test_disk_full_needs_brokers_whose_data_has_a_filesystem_of_its_own():
+    doc = {"scenario": {"name": "demo", "faults": [{"kind": "disk-full", "at_s": 1, "target": {"leader_of": 0}}]}}
+    shared = sc.ClusterShape(broker_ids=(0, 1, 2), hosts=3, no_data_disk=("broker0", "broker1", "broker2"))
+    with pytest.raises(sc.ScenarioError) as info:
+        sc.parse(doc, "demo.yml", shared)
+    said = str(info.value)
+    assert ("demo.yml: scenario.faults[0].kind: disk-full fills a filesystem that holds only Kafka's data, and brokers "
+            "broker0, broker1, broker2 name none (kafka_bench_fault_disk_mount: its mount point;") in said
+    assert "allowed here: broker-kill," in said and "disk-full" not in said.split("allowed here:")[1]
+    [run] = sc.parse(doc, "demo.yml", sc.ClusterShape(broker_ids=(0, 1, 2), hosts=3))
+    assert run.scenario is not None and run.scenario.faults[0].label == "disk-full (leader of 0) at 1 s"
 
 
 KRAFT_SHAPE = sc.ClusterShape(broker_ids=(0, 1, 2), hosts=1, metadata_mode="kraft", controller_ids=(0, 1, 2))
@@ -415,3 +429,13 @@ def test_the_consumer_group_protocol_needs_a_kraft_cluster():
         sc.parse(doc, "demo.yml", THREE_BROKERS)
     [run] = sc.parse(doc, "demo.yml", KRAFT_SHAPE)
     assert run.scenario is not None and run.scenario.client.consumer["group.protocol"] == "consumer"
+
+
+def test_the_lab_suite_validates_on_lab_hosts_and_its_full_disk_is_refused_on_one_machine():
+    lab_hosts = sc.ClusterShape(broker_ids=(0, 1, 2), hosts=3)
+    files = sorted((ROOT / "benchmarks" / "suites" / "lab").glob("*.yml"))
+    kinds = {f.kind for path in files for run in sc.load(path, lab_hosts) for f in run.scenario.faults}
+    assert {"broker-kill", "host-isolate", "host-partition", "disk-full"} <= kinds
+    one_machine = sc.ClusterShape(broker_ids=(0, 1, 2), hosts=1, no_data_disk=("broker0", "broker1", "broker2"))
+    with pytest.raises(sc.ScenarioError, match="02-disk-full.yml: scenario.faults.0..kind: disk-full fills a filesystem"):
+        sc.load(ROOT / "benchmarks" / "suites" / "lab" / "02-disk-full.yml", one_machine)
