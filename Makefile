@@ -117,9 +117,11 @@ test: install test-deps
 	$(BIN)/python -m pytest
 	$(MAKE) test-lab
 
-## Everything `make test` runs and the long checks besides: the migration, the upgrades, exactly-once
-## under a leader kill, the KRaft nemesis, the second negative controls, the lab's packet loss,
-## ZooKeeper ensemble and rolling restart, the KRaft lab. About 2 hours here.
+## Everything `make test` runs and the long checks besides (marked `long`): the ZooKeeper -> KRaft
+## migration and its rollback, the 3.9 -> 4.3 upgrade and the throttled reassignment, the broker
+## replaced by a new id, the KRaft rolling restart, the unclean-election, acks=1-below-min-ISR and
+## refused-write (seed 004) runs on ZooKeeper, the perf loops, the lab's ZooKeeper ensemble and
+## rolling restart, the KRaft lab. About 2 hours here.
 test-full: install test-deps
 	$(BIN)/python -m pytest -m 'not lab'
 	$(MAKE) test-lab LAB_TESTS=lab

@@ -164,7 +164,6 @@ def test_leader_kill_with_acks_all_loses_nothing_on_kraft(kraft, runner, results
     assert run.summary["lost"] == 0 and run.summary["new_leader_s"] is not None and run.summary["new_leader_s"] > 0
 
 
-@pytest.mark.long
 def test_a_nemesis_of_ten_leader_kills_heals_each_loses_nothing_and_measures_each(kraft, runner, tmp_path, spark):
     """The evidence suite's safe profile, compressed: partition 0's leader SIGKILLed every 12 s
     (11 due), each kill healed 3 s after it acted, at most one node down. At least 10 kills
@@ -202,7 +201,6 @@ def test_a_nemesis_of_ten_leader_kills_heals_each_loses_nothing_and_measures_eac
 # controllers, so the new leader may come after the load; never an eligible replica) runs with the
 # durability suite on KRaft (`kafka-bench run durability -i inventories/local-kraft`), and without
 # ELR in tests/integration/test_runner.py: the harness's sight of an acks=1 loss is proven there.
-@pytest.mark.long
 @pytest.mark.parametrize(("control", "seed", "origins"), [("11-negative-unclean-election", 5, {"unclean"})])
 def test_negative_controls_still_lose_writes_with_elr_on(kraft, runner, tmp_path, spark, control, seed, origins):
     """Eligible Leader Replicas (on, finalized by the run itself from off) must not blind the

@@ -189,7 +189,6 @@ def test_acks_1_below_min_isr_is_acknowledged_but_unreadable_until_the_isr_grows
     assert "acknowledged while the high watermark stood still" in analysed.verdict
 
 
-@pytest.mark.long
 def test_exactly_once_under_a_leader_kill_loses_no_commit_and_shows_no_aborted_write(cluster_up, runner, tmp_path):
     """Transactional producers (librdkafka) and read_committed readers under a leader kill: every
     transaction has one fate in the ledger; the read_committed final read holds exactly the
@@ -263,6 +262,7 @@ def test_a_fault_that_fails_at_run_time_invalidates_its_run_with_the_reason(clus
     assert summary.acked == summary.sent > 0
 
 
+@pytest.mark.long
 def test_a_refused_write_is_recorded_with_the_brokers_error_behind_its_timeout(cluster_up, runner, tmp_path, spark):
     """Seed 004's point: with a replica down and min ISR 2, the brokers refuse acks=all writes with
     NOT_ENOUGH_REPLICAS; librdkafka retries until the delivery timeout and reports _MSG_TIMED_OUT.

@@ -134,17 +134,19 @@ def loss_counters(lab, host: str) -> dict[str, int]:
     return counts
 
 
-@pytest.mark.long
-def test_packet_loss_drops_its_share_for_real_and_heal_reverts_it_after_the_runner_was_killed(lab, lab_cluster,
-                                                                                              tmp_path):
-    """packet-loss of 20% at broker 2's host under load: nftables there sees the cluster's and the
-    clients' packets and drops about a fifth of them, both ways. The runner is SIGKILLed while the
-    fault is in force; `kafka-bench heal` reverts it from the journal (the table is gone) and a
-    second heal finds nothing to revert."""
+def test_packet_loss_and_a_full_disk_act_for_real_and_heal_reverts_them_after_the_runner_was_killed(lab, lab_cluster,
+                                                                                                     tmp_path):
+    """packet-loss of 20% at broker 2's host and a full data disk at broker 1's, under load:
+    nftables at lab3 sees the cluster's and the clients' packets and drops about a fifth of them,
+    both ways; broker 1 cannot write (No space left on device) and halts. The runner is SIGKILLed
+    while both faults are in force; `kafka-bench heal` reverts them from the journal (the table is
+    gone, the filler deleted, broker 1 started and back in the cluster) and a second heal finds
+    nothing to revert."""
     scenario_file = tmp_path / "lossy.yml"
     scenario_file.write_text(json.dumps({"scenario": {
         "name": "lossy", "workload": {"rate": 300, "producers": 1, "warmup_s": 1, "duration_s": 120},
-        "faults": [{"kind": "packet-loss", "at_s": 2, "percent": 20, "target": {"broker": 2}}]}}))
+        "faults": [{"kind": "packet-loss", "at_s": 2, "percent": 20, "target": {"broker": 2}},
+                   {"kind": "disk-full", "at_s": 3, "target": {"broker": 1}}]}}))
     results = tmp_path / "results"
     proc = subprocess.Popen([ROOT / ".venv" / "bin" / "kafka-bench", "run", str(scenario_file), "-i", str(LAB),
                              "--results", str(results)], cwd=ROOT, stdout=subprocess.DEVNULL,
@@ -152,12 +154,18 @@ def test_packet_loss_drops_its_share_for_real_and_heal_reverts_it_after_the_runn
 
     def injected():
         logs = list(results.glob("*/*/events.jsonl"))
-        return logs and '"fault-injected"' in logs[0].read_text()
+        return logs and logs[0].read_text().count('"fault-injected"') == 2
+
+    def broker_status(host: str) -> int:
+        return subprocess.run(["ssh", "-F", str(lab.spec.state_dir / "ssh_config"), host,
+                               "/etc/kafka/kafka-service status"], capture_output=True, timeout=60).returncode
 
     try:
-        wait_for(injected, 180, interval=0.5, what="the packet loss injected")
+        wait_for(injected, 180, interval=0.5, what="the packet loss and the full disk injected")
         time.sleep(8)
         counts = loss_counters(lab, "lab3")
+        wait_for(lambda: broker_status("lab2") != 0, 90, what="broker 1 to stop on its full disk")
+        free = int(ssh(lab, "lab2", "stat -f -c '%a' /var/lib/kafka"))
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait(30)
     finally:
@@ -166,15 +174,19 @@ def test_packet_loss_drops_its_share_for_real_and_heal_reverts_it_after_the_runn
     share = counts["dropped"] / counts["seen"]
     print(f"\npacket-loss 20% at lab3: {counts['dropped']} of {counts['seen']} packets dropped ({share:.1%})")
     assert counts["seen"] > 500 and 0.12 < share < 0.28, counts
+    assert free == 0, f"{free} blocks still free on lab2's data disk"
+    assert "No space left on device" in ssh(lab, "lab2", "cat /var/log/kafka/server.log /var/log/kafka/kafkaServer.out"
+                                                         " 2>/dev/null | grep -m 1 'No space left on device' || true")
     healed = subprocess.run([ROOT / ".venv" / "bin" / "kafka-bench", "heal", "-i", str(LAB)], capture_output=True,
                             text=True, timeout=300, cwd=ROOT)
     assert healed.returncode == 0, healed.stderr
-    assert "reverted packet-loss on lab3" in healed.stderr, healed.stderr
+    assert "reverted packet-loss on lab3" in healed.stderr and "reverted disk-full on lab2" in healed.stderr, healed.stderr
     assert "kafka_bench_loss" not in ssh(lab, "lab3", "nft list tables")
+    assert ssh(lab, "lab2", "ls /var/lib/kafka").split() == ["data"]
     again = subprocess.run([ROOT / ".venv" / "bin" / "kafka-bench", "heal", "-i", str(LAB)], capture_output=True,
                            text=True, timeout=300, cwd=ROOT)
     assert "no fault to revert" in again.stderr, again.stderr
-    wait_for(lambda: cluster.describe(lab_cluster).healthy, 120, what="a healthy cluster after the heal")
+    wait_for(lambda: cluster.describe(lab_cluster).healthy, 180, what="a healthy cluster after the heal")
 
 
 @pytest.mark.long
