@@ -309,6 +309,11 @@ def _impossible(raw: dict[str, Any], cluster: ClusterShape | None) -> tuple[str,
     return None
 
 
+def _allowed_here(cluster: ClusterShape, need: str) -> str:
+    """The fault kinds this cluster's metadata mode has that do not need `need` (a FaultSpec flag)."""
+    return ", ".join(kind for kind, spec in KINDS.items() if not getattr(spec, need) and cluster.metadata_mode in spec.modes)
+
+
 def _cluster_errors(run: Run, source: str, cluster: ClusterShape) -> list[str]:
     """Faults this inventory cannot carry out: targets it has no server for, faults that need
     hosts of their own on an inventory that runs every broker on one address."""
@@ -326,22 +331,19 @@ def _cluster_errors(run: Run, source: str, cluster: ClusterShape) -> list[str]:
         if fault.needs_netem and cluster.no_netem:
             errors.append(f"{field}.kind: {fault.kind} needs tc netem (the sch_netem kernel module), and "
                           f"{cluster.no_netem}: run it on real hosts or Vagrant VMs; allowed here: "
-                          + ", ".join(kind for kind, spec in KINDS.items()
-                                      if not spec.needs_netem and cluster.metadata_mode in spec.modes))
+                          + _allowed_here(cluster, "needs_netem"))
             continue
         if fault.needs_data_disk and cluster.no_data_disk:
             errors.append(f"{field}.kind: {fault.kind} fills a filesystem that holds only Kafka's data, and brokers "
                           f"{', '.join(cluster.no_data_disk)} name none (kafka_bench_fault_disk_mount: its mount point; "
                           "the lab mounts one per host at /var/lib/kafka); allowed here: "
-                          + ", ".join(kind for kind, spec in KINDS.items()
-                                      if not spec.needs_data_disk and cluster.metadata_mode in spec.modes))
+                          + _allowed_here(cluster, "needs_data_disk"))
             continue
         if cluster.hosts < 2 and fault.needs_own_addresses:
             errors.append(f"{field}.kind: {fault.kind} needs brokers on hosts with "
                           "addresses of their own (inventories/lab, Vagrant or real hosts); this inventory "
                           "runs every broker on one address, so allowed here: "
-                          + ", ".join(kind for kind, spec in KINDS.items()
-                                      if not spec.needs_own_addresses and cluster.metadata_mode in spec.modes))
+                          + _allowed_here(cluster, "needs_own_addresses"))
     for index, procedure in enumerate(run.scenario.procedures if run.scenario else []):
         field = f"{source}{where}: scenario.procedures[{index}]"
         errors += [f"{field}.{name}: {message}" for name, message in procedure.cluster_errors(cluster)]

@@ -30,9 +30,14 @@ def built_lab(inventory: Path) -> Iterator[lab_lib.Lab]:
     assert left == [], f"lab teardown left {left}"
 
 
-def ssh(lab: lab_lib.Lab, host: str, command: str) -> str:
-    done = subprocess.run(["ssh", "-F", str(lab.spec.state_dir / "ssh_config"), host, command],
+def ssh_run(lab: lab_lib.Lab, host: str, command: str) -> subprocess.CompletedProcess[str]:
+    """`command` on a lab host over SSH, as Ansible reaches it; its exit status is the caller's to judge."""
+    return subprocess.run(["ssh", "-F", str(lab.spec.state_dir / "ssh_config"), host, command],
                           capture_output=True, text=True, timeout=60)
+
+
+def ssh(lab: lab_lib.Lab, host: str, command: str) -> str:
+    done = ssh_run(lab, host, command)
     assert done.returncode == 0, f"{host}: {command}: {done.stderr}"
     return done.stdout
 

@@ -24,7 +24,7 @@ from benchmarks import inventory as inventory_lib
 from benchmarks import runner as runner_lib
 from benchmarks import scenario as sc
 from tests.conftest import ROOT, assert_ok, wait_for
-from tests.lab.helpers import built_lab, deployed, ssh
+from tests.lab.helpers import built_lab, deployed, ssh, ssh_run
 
 pytestmark = [pytest.mark.lab, pytest.mark.slow]
 
@@ -156,15 +156,12 @@ def test_packet_loss_and_a_full_disk_act_for_real_and_heal_reverts_them_after_th
         logs = list(results.glob("*/*/events.jsonl"))
         return logs and logs[0].read_text().count('"fault-injected"') == 2
 
-    def broker_status(host: str) -> int:
-        return subprocess.run(["ssh", "-F", str(lab.spec.state_dir / "ssh_config"), host,
-                               "/etc/kafka/kafka-service status"], capture_output=True, timeout=60).returncode
-
     try:
         wait_for(injected, 180, interval=0.5, what="the packet loss and the full disk injected")
         time.sleep(8)
         counts = loss_counters(lab, "lab3")
-        wait_for(lambda: broker_status("lab2") != 0, 90, what="broker 1 to stop on its full disk")
+        wait_for(lambda: ssh_run(lab, "lab2", "/etc/kafka/kafka-service status").returncode != 0, 90,
+                 what="broker 1 to stop on its full disk")
         free = int(ssh(lab, "lab2", "stat -f -c '%a' /var/lib/kafka"))
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait(30)
