@@ -15,6 +15,7 @@ from struct import error as struct_error
 from typing import Any
 
 from benchmarks import kafka_protocol
+from benchmarks.connection import Connection
 from benchmarks.inventory import ClusterInventory
 
 
@@ -197,11 +198,10 @@ def local_process_state(host: str, ctl: str) -> str | None:
     return PROCESS_STATES.get(done.returncode)
 
 
-def admin_client(bootstrap: str, **extra: Any):
+def admin_client(conn: Connection, **extra: Any):
     from confluent_kafka.admin import AdminClient
 
-    return AdminClient({"bootstrap.servers": bootstrap, "socket.timeout.ms": 5000,
-                        "log_level": 0, "logger": silent_logger(), **extra})
+    return AdminClient(conn.config({"socket.timeout.ms": 5000, "log_level": 0, "logger": silent_logger(), **extra}))
 
 
 def silent_logger(name: str = "kafka_bench.librdkafka"):
@@ -216,17 +216,19 @@ def silent_logger(name: str = "kafka_bench.librdkafka"):
 
 
 def describe(inventory: ClusterInventory, timeout: float = 10.0, include_internal: bool = False,
-             admin_factory: Callable[[str], Any] = admin_client,
+             admin_factory: Callable[[Connection], Any] = admin_client,
              zk_probe: Callable[[str, int], str | None] = zookeeper_mode, services: bool = True,
              port_probe: Callable[[str, int], bool] = port_open,
-             process_probe: Callable[[str, str], str | None] = local_process_state) -> ClusterStatus:
+             process_probe: Callable[[str, str], str | None] = local_process_state,
+             conn: Connection | None = None) -> ClusterStatus:
     """Ask the cluster for its metadata; raise ClusterUnreachable when no broker answers.
     With `services`, each broker's port and each service's process (where this machine can
     see it) are checked too: a SIGKILLed broker stays registered until its session expires,
     and a paused one keeps its port."""
     from confluent_kafka import KafkaException
 
-    admin = admin_factory(inventory.bootstrap_servers)
+    conn = conn or inventory.connection()
+    admin = admin_factory(conn)
     try:
         metadata = admin.list_topics(timeout=timeout)
     except KafkaException as exc:

@@ -13,6 +13,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol
 
+from benchmarks import connection
+from benchmarks.connection import Connection
+from benchmarks.paths import STATE_DIR
+
 
 class InventoryError(ValueError):
     """The inventory cannot describe a cluster; the message names the file and the variable."""
@@ -98,6 +102,9 @@ class ClusterInventory:
     # ZooKeeper mode: the KRaft controllers waiting for playbooks/migrate-to-kraft.yml (group
     # kafka_controller with kafka_zookeeper_migration: true), by inventory name.
     migration_controllers: tuple[str, ...] = ()
+    # The client profile clients use unless a scenario asks for another (client.security): from
+    # the broker listener's kafka_security_protocol (and kafka_ssl_client_auth for SSL).
+    security: str = "plaintext"
 
     @property
     def kraft(self) -> bool:
@@ -114,6 +121,12 @@ class ClusterInventory:
     @property
     def bootstrap_servers(self) -> str:
         return ",".join(b.bootstrap for b in self.brokers)
+
+    def connection(self, security: str | None = None) -> Connection:
+        """How clients reach the cluster with a client profile (default: the cluster's own), from
+        the client settings playbooks/site.yml wrote for this inventory."""
+        return connection.for_profile(connection.clients_dir(self.path, STATE_DIR), security or self.security,
+                                      self.bootstrap_servers)
 
     def broker(self, ident: int | str) -> Broker:
         return self._find({(str(b.broker_id), b.name): b for b in self.brokers}, ident, "broker", "brokers")
@@ -203,7 +216,10 @@ def load(path: Path | str, kafka_group: str = "kafka", zookeeper_group: str = "z
         raise InventoryError(f"{path}: KRaft mode needs controllers: group '{controller_group}' has no hosts")
     waiting = tuple(name for name in groups.get(controller_group, []) if mode == "zookeeper"
                     and str(resolver(name)("kafka_zookeeper_migration", False)).lower() in ("true", "yes", "1"))
-    return ClusterInventory(path, tuple(brokers), tuple(zookeepers), controllers, mode, version, waiting)
+    protocol = str(first("kafka_security_protocol", "PLAINTEXT")).upper()
+    security = {"PLAINTEXT": "plaintext", "SASL_SSL": "sasl_ssl"}.get(
+        protocol, "mtls" if str(first("kafka_ssl_client_auth", "none")) == "required" else "tls")
+    return ClusterInventory(path, tuple(brokers), tuple(zookeepers), controllers, mode, version, waiting, security)
 
 
 def _controllers(path: Path, names: list[str], resolver: Callable[[str], HostVars],

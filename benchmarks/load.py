@@ -24,6 +24,7 @@ from benchmarks import broker_errors, ledger
 from benchmarks import transactions as txns
 from benchmarks.cluster import silent_logger
 from benchmarks.codes import FINAL_READ, FINAL_READ_COMMITTED, OUTCOMES
+from benchmarks.connection import Connection
 
 # Every message starts with: run tag (8 bytes), producer (u32), sequence (u64), send time (ns).
 HEADER = struct.Struct(">8sIQq")
@@ -61,7 +62,7 @@ def _record(out: ledger.LedgerWriter, run_id: str, group: str, consumer: str, ms
 class ProducerArgs:
     index: int
     run_id: str
-    bootstrap: str
+    conn: Connection
     topic: str
     config: dict[str, Any]
     rate: float | None  # messages/s of this producer; None: as fast as the client takes them
@@ -84,7 +85,7 @@ class ConsumerArgs:
     name: str
     run_id: str
     group: str
-    bootstrap: str
+    conn: Connection
     topic: str
     config: dict[str, Any]
     ledger_dir: str
@@ -174,7 +175,7 @@ def producer_main(args: ProducerArgs, counters, slot: int, end=None) -> None:
 
     logger = silent_logger("kafka_bench.producer")
     said = broker_errors.attach(logger, args.topic)
-    config = {**broker_errors.producer_config(args.config), "bootstrap.servers": args.bootstrap, "logger": logger}
+    config = args.conn.config({**broker_errors.producer_config(args.config), "logger": logger})
     txn, init_timeout_s = None, 60.0
     if args.transactions is not None:
         init_timeout_s = args.transactions.timeout_ms / 1000
@@ -311,9 +312,9 @@ def consumer_main(args: ConsumerArgs, counters, slot: int, stop) -> None:
     signal.signal(signal.SIGTERM, lambda *_: stop.set())  # graceful: leave the group, hand partitions over
     tag = run_tag(args.run_id)
     out = ledger.LedgerWriter(Path(args.ledger_dir), f"consumer-{args.group}-{args.name}", ledger.CONSUME_SCHEMA)
-    consumer = Consumer({"auto.offset.reset": "earliest", **args.config, "bootstrap.servers": args.bootstrap,
-                         "group.id": f"{args.run_id}-{args.group}",
-                         "logger": silent_logger("kafka_bench.consumer")})
+    consumer = Consumer(args.conn.config({"auto.offset.reset": "earliest", **args.config,
+                                          "group.id": f"{args.run_id}-{args.group}",
+                                          "logger": silent_logger("kafka_bench.consumer")}))
     changes = ledger.LedgerWriter(Path(args.ledger_dir).parent / "group", f"group-{args.group}-{args.name}",
                                   ledger.GROUP_SCHEMA)
 
@@ -347,7 +348,7 @@ def consumer_main(args: ConsumerArgs, counters, slot: int, stop) -> None:
         counters[slot * COUNTERS] = consumed
 
 
-def final_read(bootstrap: str, topic: str, run_id: str, ledger_dir: Path, config: dict[str, Any] | None = None,
+def final_read(conn: Connection, topic: str, run_id: str, ledger_dir: Path, config: dict[str, Any] | None = None,
                timeout_s: float = 120.0, group: str = FINAL_READ) -> dict[int, int]:
     """Read every partition from the beginning to the end offsets as they are now (after healing),
     so an acknowledged message that never shows up is lost, not late. Returns partition -> end offset.
@@ -361,10 +362,10 @@ def final_read(bootstrap: str, topic: str, run_id: str, ledger_dir: Path, config
 
     tag = run_tag(run_id)
     isolation = "read_committed" if group == FINAL_READ_COMMITTED else "read_uncommitted"
-    consumer = Consumer({**(config or {}), "bootstrap.servers": bootstrap, "group.id": f"{run_id}-{group}",
-                         "enable.auto.commit": False, "auto.offset.reset": "earliest", "isolation.level": isolation,
-                         "enable.partition.eof": True,
-                         "logger": silent_logger("kafka_bench.final")})
+    consumer = Consumer(conn.config({**(config or {}), "group.id": f"{run_id}-{group}",
+                                     "enable.auto.commit": False, "auto.offset.reset": "earliest",
+                                     "isolation.level": isolation, "enable.partition.eof": True,
+                                     "logger": silent_logger("kafka_bench.final")}))
     out = ledger.LedgerWriter(ledger_dir, f"consumer-{group}", ledger.CONSUME_SCHEMA)
     try:
         partitions = sorted(consumer.list_topics(topic, timeout=30).topics[topic].partitions)

@@ -37,6 +37,7 @@ from benchmarks import (
 )
 from benchmarks.ansible import AnsibleRunner, PlaybookRunner
 from benchmarks.codes import FINAL_READ_COMMITTED
+from benchmarks.connection import Connection
 from benchmarks.fault_kinds import FaultSpec, Situation
 from benchmarks.inventory import ClusterInventory
 from benchmarks.scenario import Scenario
@@ -78,12 +79,12 @@ def _scaled(scenario: Scenario, quick: bool) -> tuple[float, float, float]:
     return min(w.warmup_s, 1.0), QUICK_SECONDS, factor
 
 
-def _effective_config(bootstrap: str, topic: str, scenario: Scenario) -> tuple[dict[str, Any], list[str]]:
+def _effective_config(conn: Connection, topic: str, scenario: Scenario) -> tuple[dict[str, Any], list[str]]:
     """The topic's config as the cluster reports it and the client's, and how they differ from the scenario."""
     import confluent_kafka
     from confluent_kafka.admin import ConfigResource
 
-    admin = cluster.admin_client(bootstrap)
+    admin = cluster.admin_client(conn)
     # A just-created topic reaches every broker's metadata cache a little later (in KRaft, when
     # the broker has replayed the metadata log that far): ask until the answering broker knows
     # it, or the comparison below would report a difference that is not.
@@ -177,6 +178,7 @@ class Run:
     factor: float  # fault times are scaled by it (--quick)
     progress: Callable[[Snapshot], None] | None
     workers: LoadProcesses
+    conn: Connection  # how the run's clients reach the cluster (secrets inside: never written out)
     steps: schedule.Controller | None = None
     journal: faults.Journal = dataclasses.field(default_factory=faults.Journal)
     invalid: list[str] = dataclasses.field(default_factory=list)
@@ -185,10 +187,6 @@ class Run:
     eligible_leader_replicas: bool | None = None  # as the brokers reported it before the load
     offsets: dict[str, clocks.Offset] = dataclasses.field(default_factory=dict)  # host clocks against ours
     trial: int = 1
-
-    @property
-    def bootstrap(self) -> str:
-        return self.inventory.bootstrap_servers
 
     def show(self, phase: str, elapsed: float = 0.0) -> None:
         if self.progress:
@@ -201,12 +199,15 @@ class Run:
 
 def execute(scenario: Scenario, inventory: ClusterInventory, inventory_path: Path, runner: PlaybookRunner,
             results_root: Path, quick: bool = False, ledger_enabled: bool = True, seed: int | None = None,
-            progress: Callable[[Snapshot], None] | None = None, trial: int = 1) -> records.RunSummary:
+            progress: Callable[[Snapshot], None] | None = None, trial: int = 1,
+            conn: Connection | None = None) -> records.RunSummary:
     """Heal, wait for a recovered cluster, create the topic, warm up, drive the load with the
     steps on schedule, heal, read everything back, and write summary.json. `trial`: which of
-    the scenario's `trials` this run is (each on a topic of its own)."""
+    the scenario's `trials` this run is (each on a topic of its own). `conn`: how clients reach
+    the cluster (default: the inventory's client settings for the scenario's client.security)."""
     if not 1 <= trial <= scenario.trials:
         raise ValueError(f"trial {trial} is not one of the scenario's 1 to {scenario.trials}")
+    conn = conn or inventory.connection(scenario.client.security)
     run_id = f"{time.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:6]}"
     numbered = f"-trial{trial:03d}" if scenario.trials > 1 else ""
     run_dir = Path(results_root) / f"{run_id}-{scenario.name}{numbered}"
@@ -219,15 +220,14 @@ def execute(scenario: Scenario, inventory: ClusterInventory, inventory_path: Pat
         runner = AnsibleRunner(artifact_root=run_dir / "ansible", verbosity=runner.verbosity)
     run = Run(scenario, inventory, inventory_path, runner, run_id, run_dir, topic, EventLog(run_dir / "events.jsonl", run_id),
               random.Random(seed), warmup_s, duration_s, factor, progress,
-              LoadProcesses(scenario, run_id, inventory.bootstrap_servers, topic, run_dir, ledger_enabled, seed),
-              trial=trial)
+              LoadProcesses(scenario, run_id, conn, topic, run_dir, ledger_enabled, seed), conn, trial=trial)
     run.events.write(records.RunStart(scenario=scenario.name, topic=topic, seed=seed, quick=quick, warmup_s=warmup_s,
                                       duration_s=duration_s, inventory=str(inventory_path), trial=trial,
                                       trials=scenario.trials))
     timeline = None
     try:
         _prepare(run)
-        timeline = TimelineSampler(run.bootstrap, topic, run_dir / "timeline", run_id=run_id,
+        timeline = TimelineSampler(run.conn, topic, run_dir / "timeline", run_id=run_id,
                                    kraft=cluster.KRaftProbe.of(inventory) if inventory.kraft else None,
                                    last_stable=scenario.client.transactions is not None)
         timeline.start()
@@ -252,8 +252,8 @@ def _prepare(run: Run) -> None:
     run.events.write(records.HealBeforeRun())
     faults.heal(run.runner, run.inventory_path, run.journal)
     run.show("waiting for a recovered cluster")
-    steady.ensure_internal_topics(run.bootstrap)
-    run.events.write(records.ClusterRecovered(waited_s=round(steady.wait_recovered(run.inventory), 3)))
+    steady.ensure_internal_topics(run.conn)
+    run.events.write(records.ClusterRecovered(waited_s=round(steady.wait_recovered(run.inventory, conn=run.conn), 3)))
     want = features.wanted(w, run.inventory.metadata_mode)
     if want:
         run.show("finalizing feature levels")
@@ -269,9 +269,10 @@ def _prepare(run: Run) -> None:
     run.show("creating topic")
     config = {"min.insync.replicas": str(w.min_insync_replicas),
               "unclean.leader.election.enable": str(w.unclean_leader_election).lower(), **w.topic_config}
-    topics.ensure_topic(run.bootstrap, run.topic, w.partitions, w.replication_factor, config)
+    topics.ensure_topic(run.conn, run.topic, w.partitions, w.replication_factor, config)
     _wait_fully_replicated(run.inventory, run.topic, w.partitions)
-    effective, run.invalid = _effective_config(run.bootstrap, run.topic, run.scenario)
+    effective, run.invalid = _effective_config(run.conn, run.topic, run.scenario)
+    effective["connection"] = run.conn.summary()
     effective["cluster"] = _cluster_identity(run.inventory)
     finalized = effective["cluster"]["finalized_features"]
     if run.inventory.kraft and "error" not in finalized:
@@ -293,7 +294,7 @@ def _warm_up(run: Run) -> None:
         run.invalid.append(f"{exc} before the run")
     run.show("warming the produce path")
     w = run.scenario.workload
-    warm = steady.warm_produce_path(run.bootstrap, run.topic, dict(run.scenario.client.producer), w.rate, w.keys)
+    warm = steady.warm_produce_path(run.conn, run.topic, dict(run.scenario.client.producer), w.rate, w.keys)
     run.events.write(records.ProducePathWarm(**warm.to_dict()))
     run.warm_p50_ms = warm.p50_ms
     if not warm.settled:
@@ -375,9 +376,9 @@ def _read_back(run: Run) -> None:
             wait_until(drained, 30, interval_s=0.5, what="the consumer groups to read every acked message")
     run.show("final read")
     run.events.write(records.FinalReadStart())
-    ends = load.final_read(run.bootstrap, run.topic, run.run_id, run.run_dir / "ledger" / "consume")
+    ends = load.final_read(run.conn, run.topic, run.run_id, run.run_dir / "ledger" / "consume")
     if run.scenario.client.transactions:  # and what a read_committed consumer gets of it
-        load.final_read(run.bootstrap, run.topic, run.run_id, run.run_dir / "ledger" / "consume",
+        load.final_read(run.conn, run.topic, run.run_id, run.run_dir / "ledger" / "consume",
                         group=FINAL_READ_COMMITTED)
     run.events.write(records.FinalReadEnd(end_offsets=ends))
 

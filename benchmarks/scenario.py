@@ -13,7 +13,7 @@ import dataclasses
 import itertools
 import re
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -95,6 +95,9 @@ class ClientProfile(Strict):
     consumer: dict[str, str | int | float | bool] = {}
     # Exactly-once (librdkafka's transactional producer); None: plain sends.
     transactions: Transactions | None = None
+    # How the clients connect: the client settings the cluster's inventory has for this profile
+    # (plaintext, tls, mtls, sasl_ssl); None: the cluster's own (its broker listener's protocol).
+    security: Literal["plaintext", "tls", "mtls", "sasl_ssl"] | None = None
 
     @model_validator(mode="after")
     def _transactional(self) -> ClientProfile:
@@ -116,8 +119,17 @@ class ClientProfile(Strict):
         for key in ("acks", "request.required.acks"):
             if key in value and str(value[key]) not in ("0", "1", "all", "-1"):
                 raise ValueError(f"{key} must be one of 0, 1, all, -1 (got {value[key]!r})")
+        return value
+
+    @field_validator("producer", "consumer")
+    @classmethod
+    def _no_connection_settings(cls, value: dict[str, Any]) -> dict[str, Any]:
         if "bootstrap.servers" in value:
-            raise ValueError("bootstrap.servers comes from the inventory; remove it from the client profile")
+            raise ValueError("bootstrap.servers comes from the inventory (or --bootstrap); remove it from the client profile")
+        owned = sorted(k for k in value if k == "security.protocol" or k.startswith(("ssl.", "sasl.")))
+        if owned:
+            raise ValueError(f"{', '.join(owned)}: connection settings come from client.security (plaintext, tls, mtls, "
+                             f"sasl_ssl) and the cluster's client settings, or from --client-config; remove them here")
         return value
 
     @property

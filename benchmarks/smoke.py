@@ -17,6 +17,7 @@ import pyarrow as pa
 from benchmarks import checker, ledger, topics
 from benchmarks.cluster import silent_logger
 from benchmarks.codes import FINAL_READ
+from benchmarks.connection import Connection
 
 
 @dataclasses.dataclass
@@ -37,13 +38,13 @@ class SmokeResult:
         return self.acked == self.sent and not self.missing and self.failed == 0
 
 
-def run_smoke(bootstrap: str, topic: str = "purchases", partitions: int = 3, replication_factor: int = 3,
+def run_smoke(conn: Connection, topic: str = "purchases", partitions: int = 3, replication_factor: int = 3,
               messages: int = 1000, timeout: float = 60.0,
               clock: Callable[[], float] = time.monotonic) -> SmokeResult:
     """Its sends and its reads become ledger rows, judged by the same checker as a run's."""
     from confluent_kafka import Consumer, Producer
 
-    topics.ensure_topic(bootstrap, topic, partitions, replication_factor)
+    topics.ensure_topic(conn, topic, partitions, replication_factor)
     run_id = uuid.uuid4().hex[:12]
     sent: list[dict] = []
     read: list[dict] = []
@@ -58,8 +59,8 @@ def run_smoke(bootstrap: str, topic: str = "purchases", partitions: int = 3, rep
             errors.append(f"message {seq}: {err}")
         sent.append(row)
 
-    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "enable.idempotence": True,
-                         "linger.ms": 5, "logger": silent_logger()})
+    producer = Producer(conn.config({"acks": "all", "enable.idempotence": True, "linger.ms": 5,
+                                     "logger": silent_logger()}))
     start = clock()
     for seq in range(messages):
         producer.produce(topic, key=f"key-{seq % 16}".encode(), value=f"{run_id}:{seq}".encode(),
@@ -71,9 +72,8 @@ def run_smoke(bootstrap: str, topic: str = "purchases", partitions: int = 3, rep
         errors.append(f"{remaining} messages still in flight after {timeout}s")
     acked = {r["seq"] for r in sent if r["outcome"] == "acked"}
 
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"kafka-bench-smoke-{run_id}",
-                         "auto.offset.reset": "earliest", "enable.auto.commit": False,
-                         "logger": silent_logger()})
+    consumer = Consumer(conn.config({"group.id": f"kafka-bench-smoke-{run_id}", "auto.offset.reset": "earliest",
+                                     "enable.auto.commit": False, "logger": silent_logger()}))
     consumer.subscribe([topic])
     seen: set[int] = set()
     start = clock()

@@ -19,6 +19,7 @@ from collections.abc import Callable
 from typing import Any
 
 from benchmarks import cluster, topics
+from benchmarks.connection import Connection
 from benchmarks.inventory import ClusterInventory
 from benchmarks.wait import WaitTimeout, wait_until
 
@@ -43,13 +44,12 @@ def recovery_problems(status: cluster.ClusterStatus) -> list[str]:
                                 f"{p.replicas[0]}" for p in off_preferred(status)]
 
 
-def ensure_internal_topics(bootstrap: str) -> None:
+def ensure_internal_topics(conn: Connection) -> None:
     """Have the cluster create `__consumer_offsets` now (a group coordinator lookup creates
     it), not in the middle of the first run that uses a consumer group."""
     from confluent_kafka import Consumer, KafkaException, TopicPartition
 
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "kafka-bench-steady-state",
-                         "logger": cluster.silent_logger()})
+    consumer = Consumer(conn.config({"group.id": "kafka-bench-steady-state", "logger": cluster.silent_logger()}))
     try:
         consumer.committed([TopicPartition("__kafka_bench_probe", 0)], timeout=30)
     except KafkaException:
@@ -61,11 +61,12 @@ def ensure_internal_topics(bootstrap: str) -> None:
 def wait_recovered(inventory: ClusterInventory, timeout_s: float = 180.0,
                    describe: Callable[[], cluster.ClusterStatus] | None = None,
                    elect: Callable[[str, list[int]], Any] | None = None,
-                   clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep) -> float:
+                   clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep,
+                   conn: Connection | None = None) -> float:
     """Wait until the cluster has recovered; elect the preferred leaders once nothing is
     under-replicated. Returns the seconds waited; NotSteady names what was still wrong."""
-    describe = describe or (lambda: cluster.describe(inventory, include_internal=True))
-    elect = elect or (lambda topic, parts: topics.elect_preferred_leaders(inventory.bootstrap_servers, topic, parts))
+    describe = describe or (lambda: cluster.describe(inventory, include_internal=True, conn=conn))
+    elect = elect or (lambda topic, parts: topics.elect_preferred_leaders(conn or inventory.connection(), topic, parts))
     started = clock()
     last: list[str] = []
 
@@ -149,14 +150,14 @@ def settled(windows: list[Window]) -> bool:
     return max(p99s) <= P99_FLOOR_MS or max(p99s) <= P99_SPREAD * min(p99s)
 
 
-def warm_produce_path(bootstrap: str, topic: str, producer_config: dict[str, Any], rate: float | None,
+def warm_produce_path(conn: Connection, topic: str, producer_config: dict[str, Any], rate: float | None,
                       keys: int = 0, min_s: float = 3.0, max_s: float = 120.0, window_s: float = 1.0) -> Warmup:
     """Produce untagged messages to `topic` with the run's producer settings and keys at the
     run's rate (2,000/s for an unthrottled run) until the path has `settled` or `max_s` has passed."""
     from confluent_kafka import Producer
 
     rate = rate or 2000.0
-    producer = Producer({**producer_config, "bootstrap.servers": bootstrap, "logger": cluster.silent_logger()})
+    producer = Producer(conn.config({**producer_config, "logger": cluster.silent_logger()}))
     latencies: list[float] = []
     recent: list[list[float]] = []  # the last SETTLE_WINDOWS windows' latencies
     acked = sent = window_sent = 0

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from benchmarks import ledger, records
+from benchmarks.connection import Connection
 
 if TYPE_CHECKING:
     from benchmarks.cluster import KRaftProbe, KRaftState
@@ -67,29 +68,29 @@ def _ids(ids: Any) -> str | None:
     return None if ids is None else ",".join(map(str, ids))
 
 
-def _watermark_consumer(bootstrap: str) -> Any:
+def _watermark_consumer(conn: Connection) -> Any:
     """A consumer that only asks watermarks: it never joins its group nor commits. Silent: a broker
     down is what the run is about, and what it answered is sampled, not logged."""
     from confluent_kafka import Consumer
 
     from benchmarks.cluster import silent_logger
 
-    return Consumer({"bootstrap.servers": bootstrap, "group.id": "kafka-bench-timeline",
-                     "enable.auto.commit": False, "logger": silent_logger("kafka_bench.timeline")})
+    return Consumer(conn.config({"group.id": "kafka-bench-timeline", "enable.auto.commit": False,
+                                 "logger": silent_logger("kafka_bench.timeline")}))
 
 
 class TimelineSampler(threading.Thread):
     """Samples metadata of one topic every `interval_s` until stopped."""
 
-    def __init__(self, bootstrap: str, topic: str, directory: Path, interval_s: float = 0.5,
-                 admin_factory: Callable[[str], Any] | None = None, run_id: str = "",
+    def __init__(self, conn: Connection, topic: str, directory: Path, interval_s: float = 0.5,
+                 admin_factory: Callable[[Connection], Any] | None = None, run_id: str = "",
                  kraft: KRaftProbe | None = None, quorum_directory: Path | None = None,
-                 watermark_factory: Callable[[str], Any] | None = None, last_stable: bool = False) -> None:
+                 watermark_factory: Callable[[Connection], Any] | None = None, last_stable: bool = False) -> None:
         super().__init__(name="timeline", daemon=True)
         from benchmarks.cluster import admin_client
 
-        self.admin = (admin_factory or admin_client)(bootstrap)
-        self.bootstrap = bootstrap
+        self.admin = (admin_factory or admin_client)(conn)
+        self.conn = conn
         self._watermark_factory = watermark_factory or _watermark_consumer
         self._watermark_client: Any = None
         self._last_hw: dict[int, tuple[int, int]] = {}  # partition -> (leader, high watermark it reported)
@@ -210,7 +211,7 @@ class TimelineSampler(threading.Thread):
         if not partitions:
             return {}
         if self._watermark_client is None:
-            self._watermark_client = self._watermark_factory(self.bootstrap)
+            self._watermark_client = self._watermark_factory(self.conn)
         found, deadline = {}, time.monotonic() + self.interval_s / 2
         for tp in partitions:
             left = deadline - time.monotonic()

@@ -6,19 +6,20 @@ from collections.abc import Mapping
 from typing import Any
 
 from benchmarks.cluster import admin_client
+from benchmarks.connection import Connection
 
 
 class TopicError(RuntimeError):
     pass
 
 
-def ensure_topic(bootstrap: str, name: str, partitions: int, replication_factor: int,
+def ensure_topic(conn: Connection, name: str, partitions: int, replication_factor: int,
                  config: Mapping[str, str] | None = None, timeout: float = 30.0, admin: Any = None) -> bool:
     """Create the topic, or check that the existing one has the same layout. True if created."""
     from confluent_kafka import KafkaError, KafkaException
     from confluent_kafka.admin import NewTopic
 
-    admin = admin or admin_client(bootstrap)
+    admin = admin or admin_client(conn)
     existing = admin.list_topics(timeout=timeout).topics.get(name)
     if existing is not None and not existing.error:
         have_p = len(existing.partitions)
@@ -38,11 +39,11 @@ def ensure_topic(bootstrap: str, name: str, partitions: int, replication_factor:
     return True
 
 
-def elect_preferred_leaders(bootstrap: str, topic: str, partitions: list[int], admin: Any = None) -> dict[int, str | None]:
+def elect_preferred_leaders(conn: Connection, topic: str, partitions: list[int], admin: Any = None) -> dict[int, str | None]:
     """Move leadership back to the preferred (first) replica; partition -> error text or None."""
     from confluent_kafka import ElectionType, KafkaError, TopicPartition
 
-    admin = admin or admin_client(bootstrap)
+    admin = admin or admin_client(conn)
     # No timeout keyword arguments: confluent-kafka 2.16's elect_leaders fails with any of them.
     result = admin.elect_leaders(ElectionType.PREFERRED, [TopicPartition(topic, p) for p in partitions]).result()
     out: dict[int, str | None] = {}

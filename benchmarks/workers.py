@@ -13,13 +13,14 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks import load, transactions
+from benchmarks.connection import Connection
 from benchmarks.scenario import Scenario
 
 
 class LoadProcesses:
-    def __init__(self, scenario: Scenario, run_id: str, bootstrap: str, topic: str, run_dir: Path,
+    def __init__(self, scenario: Scenario, run_id: str, conn: Connection, topic: str, run_dir: Path,
                  ledger_enabled: bool = True, seed: int = 0) -> None:
-        self.scenario, self.run_id, self.bootstrap, self.topic = scenario, run_id, bootstrap, topic
+        self.scenario, self.run_id, self.conn, self.topic = scenario, run_id, conn, topic
         self.seed = seed  # the run's: a transactional producer's commit / abort draws follow from it
         self.run_dir, self.ledger_enabled = run_dir, ledger_enabled
         w = scenario.workload
@@ -37,7 +38,7 @@ class LoadProcesses:
         for group in w.consumer_groups:
             for member in range(group.consumers):
                 stop = self.ctx.Event()
-                args = load.ConsumerArgs(f"c{member}", self.run_id, group.name, self.bootstrap, self.topic,
+                args = load.ConsumerArgs(f"c{member}", self.run_id, group.name, self.conn, self.topic,
                                          dict(self.scenario.client.consumer), str(self.run_dir / "ledger" / "consume"))
                 proc = self.ctx.Process(target=load.consumer_main, args=(args, self.counters, slot, stop), daemon=True)
                 proc.start()
@@ -79,7 +80,7 @@ class LoadProcesses:
         t = self.scenario.client.transactions
         txn = transactions.TransactionArgs(t.messages, t.abort_ratio, t.timeout_ms, self.seed) if t else None
         for index in range(w.producers):
-            args = load.ProducerArgs(index, self.run_id, self.bootstrap, self.topic, dict(self.scenario.client.producer),
+            args = load.ProducerArgs(index, self.run_id, self.conn, self.topic, dict(self.scenario.client.producer),
                                      rate, start_ns, end_ns, w.message_size, w.keys,
                                      str(self.run_dir / "ledger" / "produce"), self.ledger_enabled, transactions=txn)
             proc = self.ctx.Process(target=load.producer_main, args=(args, self.counters, index, self._end), daemon=True)

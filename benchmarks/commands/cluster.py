@@ -99,7 +99,7 @@ def up(ctx: click.Context, inventory_path: Path, extra_vars: tuple[str, ...], ch
         return
     with console.status("creating the cluster's internal topics"):
         try:
-            steady.ensure_internal_topics(inv.bootstrap_servers)
+            steady.ensure_internal_topics(inv.connection())
             steady.wait_recovered(inv, timeout_s=120)
         except steady.NotSteady as exc:
             console.print(f"[yellow]warning:[/] {exc}")
@@ -174,7 +174,7 @@ def smoke(inventory_path: Path, topic: str, partitions: int, replication_factor:
         raise click.BadParameter(f"{replication_factor} > {len(inv.brokers)} brokers in {inventory_path}",
                                  param_hint="--replication-factor")
     with console.status(f"producing {messages} messages to {topic} and reading them back"):
-        result = smoke_lib.run_smoke(inv.bootstrap_servers, topic, partitions, replication_factor, messages)
+        result = smoke_lib.run_smoke(inv.connection(), topic, partitions, replication_factor, messages)
     stdout.print(f"{topic}: sent {result.sent}, acked {result.acked} in {result.produce_s:.2f} s, "
                  f"failed {result.failed}, read back {result.consumed} in {result.consume_s:.2f} s, "
                  f"missing {len(result.missing)}")

@@ -75,7 +75,7 @@ def generator(inv, producers: int, seconds: float, size: int, props: dict[str, s
         end_ns = start_ns + int((warmup_s + seconds) * 1e9)
         procs = []
         for index in range(producers):
-            args = load.ProducerArgs(index, f"perf{index}", inv.bootstrap_servers, TOPIC, dict(props),
+            args = load.ProducerArgs(index, f"perf{index}", inv.connection(), TOPIC, dict(props),
                                      rate / producers if rate else None, start_ns, end_ns, size, KEYS, tmp, ledger_on)
             proc = ctx.Process(target=load.producer_main, args=(args, counters, index))
             proc.start()
@@ -133,7 +133,7 @@ def main() -> None:
 
     inv = inventory_lib.load(args.inventory)
     props = client_props(args.acks)
-    topics.ensure_topic(inv.bootstrap_servers, TOPIC, 3, min(3, len(inv.brokers)))
+    topics.ensure_topic(inv.connection(), TOPIC, 3, min(3, len(inv.brokers)))
     def c_loop(rate: float | None) -> dict[str, float]:
         assert binary is not None  # called only when the C loop was built
         return native(binary, inv, args.producers, args.seconds, args.size, props, rate)

@@ -40,7 +40,7 @@ def test_deploy_gives_a_healthy_three_broker_cluster(deployed_cluster):
 
 def test_purchases_topic_is_replicated_and_round_trips(deployed_cluster):
     """Seed 000: purchases with RF 3 and 3 partitions; produce, consume, all replicas in sync."""
-    result = smoke.run_smoke(deployed_cluster.bootstrap_servers, "purchases", partitions=3,
+    result = smoke.run_smoke(deployed_cluster.connection(), "purchases", partitions=3,
                              replication_factor=3, messages=500)
     assert result.ok, result
     assert (result.sent, result.acked, result.consumed, result.missing) == (500, 500, 500, [])
@@ -66,7 +66,7 @@ def test_kill_9_moves_leadership_and_restart_restores_isr(deployed_cluster, runn
     """Seed 002: kill -9 a broker; the partitions it led get new leaders and the ISR shrinks;
     restart it: the ISR recovers and the preferred leaders can be restored."""
     inv = deployed_cluster
-    bootstrap = inv.bootstrap_servers
+    bootstrap = inv.connection()
     # Start from preferred leadership so broker 1 leads the partition whose first replica it is.
     topics.elect_preferred_leaders(bootstrap, "purchases", [0, 1, 2])
     wait_for(lambda: all(p.leader == p.replicas[0] for p in cluster.describe(inv).topic("purchases")), 60,

@@ -91,7 +91,7 @@ def test_finalized_features_are_those_of_kafka_4_3(kraft):
 def test_the_wire_reads_agree_with_kafkas_own_tools(kraft):
     """DescribeQuorum and DescribeTopicPartitions as the project decodes them = what
     kafka-metadata-quorum and kafka-topics print."""
-    assert smoke.run_smoke(kraft.bootstrap_servers, "purchases", 3, 3, messages=300).ok
+    assert smoke.run_smoke(kraft.connection(), "purchases", 3, 3, messages=300).ok
     status = tool("broker2", "metadata-quorum", "describe", "--status")
     state = cluster.kraft_state(kraft, ["purchases"])
     assert state.raw_quorum is not None

@@ -328,7 +328,7 @@ def test_perf_benchmark_runs_the_generator_and_the_c_loop_on_the_same_schedule(c
     from benchmarks.perf import producer_throughput as perf
 
     props = perf.client_props()
-    topics.ensure_topic(cluster_up.bootstrap_servers, perf.TOPIC, 3, 3)
+    topics.ensure_topic(cluster_up.connection(), perf.TOPIC, 3, 3)
     rate, seconds = 2_000, 2.0
     generator = perf.generator(cluster_up, 2, seconds, 100, props, rate, True)
     binary = native_loop.build()

@@ -11,6 +11,7 @@ from pydantic import TypeAdapter
 from benchmarks import faults, inventory, runner, schedule
 from benchmarks.ansible import PlaybookResult, ProgressEvent, TaskFailure
 from benchmarks.cluster import BrokerState, ClusterStatus, PartitionState
+from benchmarks.connection import Connection
 from benchmarks.fault_kinds import Fault, FaultError, Situation
 from benchmarks.procedures import Procedure
 from benchmarks.scenario import Scenario
@@ -215,7 +216,8 @@ def test_ctrl_c_mid_fault_heals_it(tmp_path, monkeypatch):
     run: runner.Run
     load = InterruptedLoad(lambda: run.steps)
     run = runner.Run(scenario, INV, Path(LOCAL_INVENTORY), playbooks, "r1", tmp_path, "t", Events(),  # type: ignore[arg-type]
-                     random.Random(1), 0.0, 30.0, 1.0, None, load, journal=journal)
+                     random.Random(1), 0.0, 30.0, 1.0, None, load, Connection.plaintext("127.0.0.1:9092"),
+                     journal=journal)
     with pytest.raises(KeyboardInterrupt):
         try:
             runner._drive(run)

@@ -10,6 +10,7 @@ from typing import Any
 
 import pyarrow.parquet as pq
 
+from benchmarks.connection import Connection
 from benchmarks.timeline import TimelineSampler
 
 TOPIC = "kb-test"
@@ -75,7 +76,7 @@ class Behind(Watermarks):
 
 
 def _sampler(tmp_path: Path, client: Watermarks) -> TimelineSampler:
-    return TimelineSampler("127.0.0.1:9092", TOPIC, tmp_path / "timeline", interval_s=0.5,
+    return TimelineSampler(Connection.plaintext("127.0.0.1:9092"), TOPIC, tmp_path / "timeline", interval_s=0.5,
                            admin_factory=lambda _: Admin(), run_id="r", watermark_factory=lambda _: client)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from benchmarks import load
+from benchmarks.connection import Connection
 from benchmarks.scenario import Scenario
 from benchmarks.workers import LoadProcesses
 
@@ -21,7 +22,7 @@ class Exited:
 def processes(tmp_path) -> LoadProcesses:
     scenario = Scenario.model_validate({"name": "w", "workload": {
         "producers": 2, "consumer_groups": [{"name": "g", "consumers": 2}]}})
-    return LoadProcesses(scenario, "r1", "127.0.0.1:9092", "t", tmp_path)
+    return LoadProcesses(scenario, "r1", Connection.plaintext("127.0.0.1:9092"), "t", tmp_path)
 
 
 def test_a_crashed_producer_is_a_reason_to_invalidate_the_run(tmp_path):
