@@ -296,19 +296,25 @@ class KRaftProbe:
     connection that fails is dropped and the next address tried; errors are kept as data (a
     quorum without a majority answers nothing)."""
 
-    def __init__(self, brokers: list[str], controllers: list[str], timeout: float = 1.0) -> None:
+    def __init__(self, brokers: list[str], controllers: list[str], timeout: float = 1.0,
+                 settings: dict[str, str] | None = None) -> None:
         self.brokers, self.controllers, self.timeout = brokers, controllers, timeout
+        # The brokers' client security settings; a secured quorum's controllers then stay
+        # unreachable (their listener is the brokers', not the clients'): the brokers forward.
+        self.settings = settings or {}
         self._conns: dict[str, kafka_protocol.KafkaConnection] = {}
 
     @classmethod
     def of(cls, inventory: ClusterInventory, timeout: float = 1.0) -> KRaftProbe:
-        return cls([b.bootstrap for b in inventory.brokers], [c.endpoint for c in inventory.controllers], timeout)
+        conn = inventory.connection()
+        return cls([b.bootstrap for b in inventory.brokers], [] if conn.secured else [c.endpoint for c in inventory.controllers],
+                   timeout, dict(conn.properties))
 
     def _ask(self, addresses: list[str], request: Callable[[kafka_protocol.KafkaConnection], Any],
              errors: list[str]) -> Any:
         for address in addresses:
             try:
-                conn = self._conns.get(address) or kafka_protocol.KafkaConnection(address, self.timeout)
+                conn = self._conns.get(address) or kafka_protocol.KafkaConnection(address, self.timeout, settings=self.settings)
                 self._conns[address] = conn
                 return request(conn)
             except (kafka_protocol.ProtocolError, OSError, struct_error) as exc:

@@ -32,19 +32,22 @@ def wanted(workload: Workload, metadata_mode: str) -> dict[str, int]:
     return {ELR: int(workload.eligible_leader_replicas)}
 
 
-def levels(address: str) -> dict[str, int]:
+def levels(address: str, settings: dict[str, str] | None = None) -> dict[str, int]:
     """The finalized levels one broker reports (a feature at level 0 is not reported: 0)."""
-    with kafka_protocol.KafkaConnection(address) as conn:
+    with kafka_protocol.KafkaConnection(address, settings=settings) as conn:
         conn.api_versions()
         return dict(conn.features)
 
 
 def finalize(inventory: ClusterInventory, inventory_path: Path, runner: PlaybookRunner, want: dict[str, int],
-             read: Callable[[str], dict[str, int]] = levels, timeout_s: float = 60.0) -> list[records.FeatureFinalized]:
+             read: Callable[[str], dict[str, int]] | None = None, timeout_s: float = 60.0) -> list[records.FeatureFinalized]:
     """Finalize `want` on the cluster unless it already is there; wait until every broker reports
     it. One event per feature asked for, saying whether anything changed."""
     if not want:
         return []
+    if read is None:
+        settings = dict(inventory.connection().properties)
+        read = lambda address: levels(address, settings)  # noqa: E731
     addresses = [b.bootstrap for b in inventory.brokers]
     before = _first(addresses, read)
     differ = {name: level for name, level in want.items() if before.get(name, 0) != level}

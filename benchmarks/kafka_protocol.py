@@ -14,7 +14,7 @@ from __future__ import annotations
 import dataclasses
 import socket
 import struct
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 API_VERSIONS, DESCRIBE_QUORUM, DESCRIBE_CLUSTER, DESCRIBE_TOPIC_PARTITIONS = 18, 55, 60, 75
@@ -198,7 +198,10 @@ class BrokerInfo:
 class KafkaConnection:
     """One TCP connection to a broker or controller, one request at a time."""
 
-    def __init__(self, address: str, timeout: float = 2.0, client_id: str = "kafka-bench") -> None:
+    def __init__(self, address: str, timeout: float = 2.0, client_id: str = "kafka-bench",
+                 settings: Mapping[str, str] | None = None) -> None:
+        """`settings`: the client's librdkafka security settings (security.protocol, ssl.*, sasl.*),
+        as a `connection.Connection` holds them; TLS and SASL are done before any request."""
         host, _, port = address.rpartition(":")
         self.address, self.client_id, self.correlation = address, client_id, 0
         try:
@@ -207,6 +210,18 @@ class KafkaConnection:
             raise ProtocolError(f"{address} does not answer: {exc}") from exc
         self.versions: dict[int, int] = {}
         self.features: dict[str, int] = {}
+        protocol = (settings or {}).get("security.protocol", "plaintext").lower()
+        if protocol != "plaintext":
+            from benchmarks import kafka_auth
+
+            if protocol in ("ssl", "sasl_ssl"):
+                self.sock = kafka_auth.tls_wrap(self.sock, host, settings or {})
+            if protocol.startswith("sasl_"):
+                try:
+                    kafka_auth.sasl_login(self, settings or {})
+                except (ProtocolError, OSError, struct.error):
+                    self.sock.close()
+                    raise
 
     def close(self) -> None:
         self.sock.close()
@@ -227,13 +242,16 @@ class KafkaConnection:
             left -= len(chunk)
         return b"".join(chunks)
 
-    def request(self, api_key: int, version: int, body: Writer) -> Reader:
+    def request(self, api_key: int, version: int, body: Writer, flexible: bool = True) -> Reader:
+        """One request and its answer. `flexible`: the API version uses the flexible encoding (request
+        header v2 and response header v1, with tagged fields); else headers v1 and v0."""
         self.correlation += 1
         header = Writer().int16(api_key).int16(version).int32(self.correlation)
         client_id = self.client_id.encode()
         header.int16(len(client_id))
         header.buf += client_id
-        header.tags()
+        if flexible:
+            header.tags()
         frame = bytes(header.buf) + bytes(body.buf)
         try:
             self.sock.sendall(struct.pack(">i", len(frame)) + frame)
@@ -243,7 +261,7 @@ class KafkaConnection:
             raise ProtocolError(f"{self.address}: {exc}") from exc
         if reader.int32() != self.correlation:
             raise ProtocolError(f"{self.address}: answer to another request")
-        if api_key != API_VERSIONS:  # ApiVersions answers with header v0, without tagged fields
+        if flexible and api_key != API_VERSIONS:  # ApiVersions answers with header v0, without tagged fields
             reader.tags()
         return reader
 
@@ -364,12 +382,13 @@ class KafkaConnection:
         return cluster_id, sorted(r.array(broker) or [], key=lambda b: b.broker_id)
 
 
-def first_answering(addresses: list[str], timeout: float = 2.0) -> KafkaConnection:
+def first_answering(addresses: list[str], timeout: float = 2.0,
+                    settings: Mapping[str, str] | None = None) -> KafkaConnection:
     """A connection to the first of `addresses` that accepts one."""
     errors = []
     for address in addresses:
         try:
-            return KafkaConnection(address, timeout)
+            return KafkaConnection(address, timeout, settings=settings)
         except ProtocolError as exc:
             errors.append(str(exc))
     raise ProtocolError("; ".join(errors) or "no address to connect to")

@@ -139,15 +139,15 @@ def _effective_config(conn: Connection, topic: str, scenario: Scenario) -> tuple
     }, reasons
 
 
-def _cluster_identity(inventory: ClusterInventory) -> dict[str, Any]:
+def _cluster_identity(inventory: ClusterInventory, conn: Connection) -> dict[str, Any]:
     """The cluster's mode and version (as its inventory deploys it) and the feature levels it has
     finalized (as its brokers report them: metadata.version, kraft.version,
     eligible.leader.replicas.version, transaction.version, group.version, ...)."""
     features: dict[str, Any] = {}
     try:
-        with kafka_protocol.first_answering([b.bootstrap for b in inventory.brokers]) as conn:
-            conn.api_versions()
-            features = {name: kafka_protocol.feature_level_name(name, level) for name, level in sorted(conn.features.items())}
+        with kafka_protocol.first_answering(conn.bootstrap.split(","), settings=dict(conn.properties)) as wire:
+            wire.api_versions()
+            features = {name: kafka_protocol.feature_level_name(name, level) for name, level in sorted(wire.features.items())}
     except (kafka_protocol.ProtocolError, OSError) as exc:
         features = {"error": str(exc)}
     return {"metadata_mode": inventory.metadata_mode, "kafka_version": inventory.kafka_version,
@@ -273,7 +273,7 @@ def _prepare(run: Run) -> None:
     _wait_fully_replicated(run.inventory, run.topic, w.partitions)
     effective, run.invalid = _effective_config(run.conn, run.topic, run.scenario)
     effective["connection"] = run.conn.summary()
-    effective["cluster"] = _cluster_identity(run.inventory)
+    effective["cluster"] = _cluster_identity(run.inventory, run.conn)
     finalized = effective["cluster"]["finalized_features"]
     if run.inventory.kraft and "error" not in finalized:
         run.eligible_leader_replicas = finalized.get(features.ELR, "0") != "0"
