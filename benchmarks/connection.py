@@ -131,3 +131,41 @@ def for_profile(directory: Path, security: str, fallback_bootstrap: str) -> Conn
     raise ConnectionSettingsError(
         f"the cluster offers no {security} listener: {path} does not exist (profiles it offers: "
         f"{', '.join(offered) or 'none written yet; kafka-bench cluster up writes them'})")
+
+
+def offered(directory: Path) -> dict[str, Path]:
+    """The client profiles a deployed cluster's settings directory holds, and their files."""
+    return {p.stem: p for p in sorted(directory.glob("*.properties")) if not p.stem.endswith("-java")}
+
+
+def preflight(conn: Connection, timeout_s: float = 15.0) -> None:
+    """Connect and authenticate once before anything else happens; a ConnectionSettingsError says
+    why not (wrong password, untrusted certificate, nothing answering), naming the settings' file."""
+    from confluent_kafka import KafkaException
+    from confluent_kafka.admin import AdminClient
+
+    errors: list[str] = []
+
+    def said(err: Any) -> None:
+        errors.append(err.str())
+
+    admin = AdminClient(conn.config({"socket.timeout.ms": int(timeout_s * 1000), "log_level": 0,
+                                     "error_cb": said, "logger": _silent()}))
+    try:
+        admin.list_topics(timeout=timeout_s)
+    except KafkaException as exc:
+        admin.poll(0.5)  # serve the client's error callbacks: they say why
+        auth = [e for e in errors if "authentication" in e.lower() or "ssl" in e.lower() or "certificate" in e.lower()]
+        why = (auth or errors or [str(exc)])[-1]
+        raise ConnectionSettingsError(f"cannot connect to {conn.bootstrap} as {conn.security}"
+                                      f"{' with ' + conn.source if conn.source else ''}: {why}") from None
+
+
+def _silent() -> Any:
+    import logging
+
+    logger = logging.getLogger("kafka_bench.preflight")
+    if not logger.handlers:
+        logger.addHandler(logging.NullHandler())
+    logger.propagate = False
+    return logger

@@ -105,6 +105,9 @@ class ClusterInventory:
     # The client profile clients use unless a scenario asks for another (client.security): from
     # the broker listener's kafka_security_protocol (and kafka_ssl_client_auth for SSL).
     security: str = "plaintext"
+    # Client settings given by the user (--client-config) for a cluster whose settings this
+    # project did not write: every client uses them, whatever profile is asked for.
+    client_config: Path | None = None
 
     @property
     def kraft(self) -> bool:
@@ -125,8 +128,26 @@ class ClusterInventory:
     def connection(self, security: str | None = None) -> Connection:
         """How clients reach the cluster with a client profile (default: the cluster's own), from
         the client settings playbooks/site.yml wrote for this inventory."""
+        if self.client_config is not None:
+            conn = connection.from_file(self.client_config)
+            if security not in (None, conn.security):
+                raise connection.ConnectionSettingsError(
+                    f"client.security is {security}, but {self.client_config} connects as {conn.security}")
+            return conn
         return connection.for_profile(connection.clients_dir(self.path, STATE_DIR), security or self.security,
                                       self.bootstrap_servers)
+
+    def client_settings(self) -> dict[str, dict[str, Any]]:
+        """The client settings files playbooks/site.yml wrote per client profile (librdkafka, Java),
+        with what they connect to and as whom; no secret."""
+        out = {}
+        for profile, path in connection.offered(connection.clients_dir(self.path, STATE_DIR)).items():
+            summary = connection.from_file(path).summary()
+            java = path.with_name(f"{profile}-java.properties")
+            out[profile] = {"librdkafka": str(path), "java": str(java) if java.is_file() else None,
+                            "bootstrap": summary["bootstrap"], "user": summary["sasl.username"],
+                            "default": profile == self.security}
+        return out
 
     def broker(self, ident: int | str) -> Broker:
         return self._find({(str(b.broker_id), b.name): b for b in self.brokers}, ident, "broker", "brokers")

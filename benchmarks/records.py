@@ -72,6 +72,7 @@ class RunSummary(Record):
     metadata_mode: str | None           # kraft | zookeeper (None: a run of an older version)
     kafka_version: str | None           # as the inventory deploys it
     eligible_leader_replicas: bool | None = None  # ELR (KIP-966) on during the run; None: ZooKeeper, or unknown
+    security: str | None = None         # the clients' profile: plaintext, tls, mtls, sasl_ssl (None: an older run)
     acks: str
     replication_factor: int
     min_insync_replicas: int

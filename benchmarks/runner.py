@@ -400,7 +400,7 @@ def _summarize(run: Run) -> records.RunSummary:
     summary = records.RunSummary(
         run_id=run.run_id, scenario=s.name, description=s.description, run_dir=str(run_dir), topic=run.topic,
         metadata_mode=run.inventory.metadata_mode, kafka_version=run.inventory.kafka_version,
-        eligible_leader_replicas=run.eligible_leader_replicas,
+        eligible_leader_replicas=run.eligible_leader_replicas, security=run.conn.security,
         acks=s.client.acks, replication_factor=w.replication_factor, min_insync_replicas=w.min_insync_replicas,
         unclean_leader_election=w.unclean_leader_election, partitions=w.partitions, message_size=w.message_size,
         fault=s.fault_label, fault_schedule=[records.ScheduledFault(**f.schedule_entry()) for f in s.faults],

@@ -106,8 +106,8 @@ class Analysis:
 
 
 SUMMARY_COLUMNS = (
-    "run_id", "scenario", "description", "metadata_mode", "kafka_version", "eligible_leader_replicas", "acks",
-    "replication_factor", "min_insync_replicas", "unclean_leader_election", "fault",
+    "run_id", "scenario", "description", "metadata_mode", "kafka_version", "eligible_leader_replicas", "security",
+    "acks", "replication_factor", "min_insync_replicas", "unclean_leader_election", "fault",
     "fault_schedule",
     "sent", "acked", "failed", "indeterminate", "lost", "unseen", "duplicates", "reordered", "failed_delivered",
     "indeterminate_delivered", "throughput_msgs_s", "throughput_mb_s", "latency_p50_ms", "latency_p99_ms",

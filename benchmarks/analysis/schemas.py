@@ -76,8 +76,8 @@ def from_events(names: list[str]) -> T.StructType:
 
 # One row per run: what summary.json records of the run's settings and load window.
 RUNS = from_model(records.RunSummary, [
-    "run_id", "scenario", "description", "metadata_mode", "kafka_version", "eligible_leader_replicas", "acks",
-    "replication_factor", "min_insync_replicas", "unclean_leader_election",
+    "run_id", "scenario", "description", "metadata_mode", "kafka_version", "eligible_leader_replicas", "security",
+    "acks", "replication_factor", "min_insync_replicas", "unclean_leader_election",
     "partitions", "message_size", "fault", "fault_schedule", "load_start_ns", "measured_from_ns", "warm_p50_ms",
     "load_end_ns", "valid", "invalid_reasons", "trial", "expect_loss", "transactions"])
 
@@ -85,9 +85,10 @@ RUNS = from_model(records.RunSummary, [
 # those absent from runs of older versions: warm_p50_ms (also null for an unthrottled load; the
 # steadiness is then judged without the level test), metadata_mode, kafka_version and
 # eligible_leader_replicas (also null on ZooKeeper), trial (the analysis counts such a run as one),
-# expect_loss (no such run is a negative control), transactions (null but in exactly-once runs).
+# expect_loss (no such run is a negative control), transactions (null but in exactly-once runs),
+# security (a run before client profiles: plaintext).
 NEWER_RUN_FIELDS = ("warm_p50_ms", "metadata_mode", "kafka_version", "eligible_leader_replicas", "trial",
-                    "expect_loss", "transactions")
+                    "expect_loss", "transactions", "security")
 RUNS_SCALARS = T.StructType([f for f in RUNS.fields
                              if not isinstance(f.dataType, T.ArrayType) and f.name not in NEWER_RUN_FIELDS])
 

@@ -31,7 +31,7 @@ from benchmarks.codes import BLIND_SHARE
 
 # The two-sided 95% normal quantile.
 Z95 = 1.959963984540054
-CONFIGURATION = ("scenario", "metadata_mode", "kafka_version")
+CONFIGURATION = ("scenario", "metadata_mode", "kafka_version", "security")
 # What each run row of the summary gains of its configuration's trials.
 PER_RUN = ("trials", "trials_with_loss", "loss_ci_low", "loss_ci_high")
 TRIALS_COLUMNS = (

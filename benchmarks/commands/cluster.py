@@ -10,6 +10,7 @@ import click
 import yaml
 
 from benchmarks import cluster as cluster_lib
+from benchmarks import connection as connection_lib
 from benchmarks import inventory as inventory_lib
 from benchmarks import paths, steady
 from benchmarks import smoke as smoke_lib
@@ -70,6 +71,22 @@ def run_playbook(ctx: click.Context, title: str, playbook: str, inventory_path: 
     return result
 
 
+def _client_settings(inv: inventory_lib.ClusterInventory) -> dict[str, dict[str, Any]]:
+    try:
+        return inv.client_settings()
+    except connection_lib.ConnectionSettingsError as exc:
+        console.print(f"[yellow]warning:[/] {exc}")
+        return {}
+
+
+def print_clients(clients: dict[str, dict[str, Any]]) -> None:
+    """Where a client finds what it needs to connect, per profile (the files hold the secrets)."""
+    for profile, c in clients.items():
+        who = f" as {c['user']}" if c["user"] else ""
+        stdout.print(f"client settings {profile}{' (default)' if c['default'] else ''}: {c['librdkafka']} "
+                     f"(librdkafka), {c['java'] or '-'} (Java); {c['bootstrap']}{who}")
+
+
 def _describe(inv: inventory_lib.ClusterInventory) -> cluster_lib.ClusterStatus:
     try:
         return cluster_lib.describe(inv)
@@ -105,6 +122,7 @@ def up(ctx: click.Context, inventory_path: Path, extra_vars: tuple[str, ...], ch
             console.print(f"[yellow]warning:[/] {exc}")
     status = _describe(inv)
     print_status(status)
+    print_clients(_client_settings(inv))
     if not status.healthy:
         raise click.exceptions.Exit(ExitCode.UNHEALTHY)
 
@@ -153,10 +171,12 @@ def status(inventory_path: Path, as_json: bool, internal: bool) -> None:
         else:
             console.print(f"[red]error:[/] {exc}")
         raise click.exceptions.Exit(ExitCode.UNREACHABLE) from exc
+    clients = _client_settings(inv)
     if as_json:
-        click.echo(json.dumps(status_.to_dict(), indent=2))
+        click.echo(json.dumps({**status_.to_dict(), "clients": clients}, indent=2))
     else:
         print_status(status_)
+        print_clients(clients)
     if not status_.healthy:
         raise click.exceptions.Exit(ExitCode.UNHEALTHY)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import collections
+import dataclasses
 import json
 import time
 from collections.abc import Callable
@@ -12,6 +13,8 @@ import click
 from rich.live import Live
 from rich.table import Table
 
+from benchmarks import connection as connection_lib
+from benchmarks import inventory as inventory_lib
 from benchmarks import lab as lab_lib
 from benchmarks import paths, records
 from benchmarks import runner as runner_lib
@@ -82,6 +85,22 @@ def summary_table(summaries: list[runner_lib.RunSummary], skipped: list[scenario
     return table
 
 
+def _connections(inv: inventory_lib.ClusterInventory, scenarios: list[scenario_lib.Scenario],
+                 ) -> dict[str | None, connection_lib.Connection]:
+    """The connection of every client profile the scenarios ask for, each tried once (it connects and
+    authenticates) before anything runs; bad settings exit with the reason and nothing started."""
+    conns: dict[str | None, connection_lib.Connection] = {}
+    try:
+        for security in dict.fromkeys(s.client.security for s in scenarios):
+            conns[security] = inv.connection(security)
+        for conn in set(conns.values()):
+            connection_lib.preflight(conn)
+    except connection_lib.ConnectionSettingsError as exc:
+        console.print(f"[red]error:[/] {exc}")
+        raise click.exceptions.Exit(ExitCode.INVALID_INPUT) from exc
+    return conns
+
+
 def scenario_files(name: str) -> list[Path]:
     """A built-in suite's files by name, or the scenario file (or directory) given."""
     suite = paths.SUITES / name
@@ -109,14 +128,20 @@ def scenario_files(name: str) -> list[Path]:
               help="Directory that receives a directory per invocation, holding one directory per run.")
 @click.option("--no-ledger", is_flag=True, help="Do not write the per-message ledger (for overhead measurements).")
 @click.option("--no-report", is_flag=True, help="Do not analyse the runs with Spark at the end.")
+@click.option("--client-config", type=click.Path(path_type=Path, dir_okay=False), default=None,
+              help="librdkafka client settings (bootstrap.servers, security.protocol, ssl.*, sasl.*) every client "
+                   "uses, for a cluster whose settings this project did not write; default: the inventory's for "
+                   "each scenario's client.security.")
 @click.pass_context
 def run(ctx: click.Context, suite_or_file: str, inventory_path: Path, quick: bool, seed: int | None,
-        trials: int | None, results: Path, no_ledger: bool, no_report: bool) -> None:
+        trials: int | None, results: Path, no_ledger: bool, no_report: bool, client_config: Path | None) -> None:
     """Run a built-in suite (seeds, durability) or a scenario file: load, faults, ledger,
     timeline for every run of its sweep; then a summary per run, and the analysis of them all
     (report.html, summary.csv) in the directory of this invocation. Every file is validated
     before the first run starts."""
     inv = load_inventory_or_exit(inventory_path)
+    if client_config is not None:
+        inv = dataclasses.replace(inv, client_config=client_config)
     try:
         shape = scenario_lib.ClusterShape(tuple(b.broker_id for b in inv.brokers), len({b.host for b in inv.brokers}),
                                           inv.metadata_mode, tuple(c.node_id for c in inv.controllers),
@@ -133,6 +158,7 @@ def run(ctx: click.Context, suite_or_file: str, inventory_path: Path, quick: boo
         raise click.exceptions.Exit(ExitCode.INVALID_INPUT) from exc
     scenarios = [r.scenario if trials is None else r.scenario.model_copy(update={"trials": trials})
                  for r in runs if r.scenario is not None]
+    conns = _connections(inv, scenarios)
     todo = [(scenario, trial) for scenario in scenarios for trial in range(1, scenario.trials + 1)]
     skipped = [r for r in runs if not r.scenario]
     for r in skipped:
@@ -150,7 +176,8 @@ def run(ctx: click.Context, suite_or_file: str, inventory_path: Path, quick: boo
 
             trial_seed = None if seed is None else seed + trial - 1  # each trial its own random targets
             summary = runner_lib.execute(scenario, inv, inventory_path, playbook_runner(ctx), sweep_dir, quick=quick,
-                                         ledger_enabled=not no_ledger, seed=trial_seed, progress=show, trial=trial)
+                                         ledger_enabled=not no_ledger, seed=trial_seed, progress=show, trial=trial,
+                                         conn=conns[scenario.client.security])
             summaries.append(summary)
             console.print(f"{label}: done, {summary.run_dir}")
     stdout.print(summary_table(summaries, skipped))

@@ -76,8 +76,8 @@ def _hw(partition: int, t: int) -> int | None:
 
 def frames(spark):
     """(runs, events, produce, consume, timeline) DataFrames of the run."""
-    runs = spark.createDataFrame([(RUN, "hand-built", "a hand-built run", "kraft", "4.3.1", True, "all", 3, 2, False, 2,
-                                   100,
+    runs = spark.createDataFrame([(RUN, "hand-built", "a hand-built run", "kraft", "4.3.1", True, "plaintext", "all", 3, 2,
+                                   False, 2, 100,
                                    "broker-kill (leader of 0) at 3 s",
                                    [{"kind": "broker-kill", "target": "leader of 0", "at_s": 3.0, "heal_at_s": None}],
                                    ns(0), ns(1), 10.0, ns(10), True, [], 1, False, None)], schemas.RUNS)
