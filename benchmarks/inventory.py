@@ -137,6 +137,15 @@ class ClusterInventory:
         return connection.for_profile(connection.clients_dir(self.path, STATE_DIR), security or self.security,
                                       self.bootstrap_servers)
 
+    def client_profiles(self) -> tuple[str, ...]:
+        """The client profiles the cluster can be reached with: that of the settings given
+        (--client-config), else those whose settings the deployment wrote (plaintext, on a
+        plaintext cluster deployed before they were written)."""
+        if self.client_config is not None:
+            return (connection.from_file(self.client_config).security,)
+        written = tuple(connection.offered(connection.clients_dir(self.path, STATE_DIR)))
+        return written or (("plaintext",) if self.security == "plaintext" else ())
+
     def client_settings(self) -> dict[str, dict[str, Any]]:
         """The client settings files playbooks/site.yml wrote per client profile (librdkafka, Java),
         with what they connect to and as whom; no secret."""

@@ -269,9 +269,13 @@ def _format(exc: ValidationError, source: str, prefix: str = "") -> str:
 
 def _set_path(doc: dict[str, Any], path: str, value: Any) -> None:
     head, _, rest = path.partition(".")
-    if head == "client" and rest:
+    if head == "client" and rest in ("producer", "consumer"):
+        doc.setdefault("client", {})[rest] = value
+    elif head == "client" and rest.startswith(("producer.", "consumer.")):
         section, _, key = rest.partition(".")
         doc.setdefault("client", {}).setdefault(section, {})[key] = value  # librdkafka keys contain dots
+    elif head == "client" and rest:  # client.security, client.transactions.messages, ...
+        _set_path(doc.setdefault("client", {}), rest, value)
     elif rest:
         _set_path(doc.setdefault(head, {}), rest, value)
     else:
@@ -293,6 +297,8 @@ class ClusterShape:
     no_netem: str = ""
     # Brokers whose data has no filesystem of its own to fill (no kafka_bench_fault_disk_mount).
     no_data_disk: tuple[str, ...] = ()
+    # The client profiles (client.security) the cluster has listeners and settings for; None: any.
+    client_profiles: tuple[str, ...] | None = None
 
 
 def _impossible(raw: dict[str, Any], cluster: ClusterShape | None) -> tuple[str, str] | None:
@@ -314,6 +320,12 @@ def _impossible(raw: dict[str, Any], cluster: ClusterShape | None) -> tuple[str,
         return ("client.consumer.group.protocol",
                 f"the consumer group protocol (KIP-848) needs a KRaft cluster (Kafka 4.x); this inventory runs "
                 f"{cluster.metadata_mode} (allowed here: classic)")
+    security = client.get("security")
+    if isinstance(security, str) and cluster is not None and cluster.client_profiles is not None \
+            and security not in cluster.client_profiles:
+        return ("client.security",
+                f"the cluster has no {security} listener (allowed here: {', '.join(cluster.client_profiles)}; "
+                f"inventories/local-security-cost has them all)")
     brokers = len(cluster.broker_ids) if cluster else None
     if brokers is not None and isinstance(rf, int) and rf > brokers:
         return ("workload.replication_factor",

@@ -147,13 +147,14 @@ def run(ctx: click.Context, suite_or_file: str, inventory_path: Path, quick: boo
                                           inv.metadata_mode, tuple(c.node_id for c in inv.controllers),
                                           len(inv.migration_controllers), inv.kafka_version,
                                           lab_lib.netem_missing(inventory_path),
-                                          tuple(b.name for b in inv.brokers if not b.data_disk))
+                                          tuple(b.name for b in inv.brokers if not b.data_disk),
+                                          inv.client_profiles())
         files = scenario_files(suite_or_file)
         runs = [run for path in files for run in scenario_lib.load(path, shape, in_suite=len(files) > 1)]
         if runs and all(r.scenario is None for r in runs):
             raise scenario_lib.ScenarioError(f"{suite_or_file}: nothing of it can run on {inventory_path}: "
                                              + "; ".join(dict.fromkeys(r.skipped or "" for r in runs)))
-    except scenario_lib.ScenarioError as exc:
+    except (scenario_lib.ScenarioError, connection_lib.ConnectionSettingsError) as exc:
         console.print(f"[red]error:[/] {exc}")
         raise click.exceptions.Exit(ExitCode.INVALID_INPUT) from exc
     scenarios = [r.scenario if trials is None else r.scenario.model_copy(update={"trials": trials})

@@ -14,6 +14,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.serialization import pkcs12
 
 from benchmarks import connection, kafka_auth
+from benchmarks import scenario as scenario_lib
 from benchmarks.scenario import ClientProfile
 from tests.conftest import ROOT
 
@@ -162,3 +163,14 @@ def test_connection_settings_stay_out_of_the_client_profile():
     with pytest.raises(ValueError, match="sasl.password, security.protocol: connection settings come from"):
         ClientProfile(consumer={"security.protocol": "sasl_ssl", "sasl.password": "x"})
     assert ClientProfile(security="sasl_ssl").security == "sasl_ssl"
+
+
+def test_the_security_cost_suite_sweeps_the_profiles_and_skips_those_a_cluster_lacks():
+    path = ROOT / "benchmarks" / "suites" / "security-cost" / "00-max-rate.yml"
+    runs = scenario_lib.load(path)
+    assert [r.scenario.client.security for r in runs] == ["plaintext", "tls", "mtls", "sasl_ssl"]
+    shape = scenario_lib.ClusterShape((0, 1, 2), 1, "kraft", (0, 1, 2), client_profiles=("sasl_ssl",))
+    runs = scenario_lib.load(path, shape)
+    assert [r.scenario.client.security for r in runs if r.scenario] == ["sasl_ssl"]
+    assert [r.skipped for r in runs if not r.scenario][0].startswith("the cluster has no plaintext listener "
+                                                                      "(allowed here: sasl_ssl")

@@ -13,7 +13,7 @@ description:
     as the CLI takes them (C(IdempotentWrite)) or as Kafka prints them (C(IDEMPOTENT_WRITE)).
 options:
   _input:
-    description: A kafka_acls entry {principal, resource_type, name, pattern, operations}.
+    description: A kafka_acls entry {principal (or principals, a list), resource_type, name, pattern, operations}.
     type: dict
     required: true
 """
@@ -31,7 +31,13 @@ def acl_keys(entry):
     resource = _RESOURCE[entry["resource_type"]]
     name = "kafka-cluster" if resource == "CLUSTER" else entry["name"]
     pattern = str(entry.get("pattern", "literal")).upper()
-    return [f"{resource}|{name}|{pattern}|{entry['principal']}|{_operation(op)}" for op in entry["operations"]]
+    return [f"{resource}|{name}|{pattern}|{principal}|{_operation(op)}" for principal in principals(entry)
+            for op in entry["operations"]]
+
+
+def principals(entry):
+    """The principals of a kafka_acls entry: `principals` (a list) or `principal`."""
+    return list(entry.get("principals") or [entry["principal"]])
 
 
 def acls_present(listing):
@@ -50,4 +56,4 @@ def acls_present(listing):
 
 class FilterModule:
     def filters(self):
-        return {"acl_keys": acl_keys, "acls_present": acls_present}
+        return {"acl_keys": acl_keys, "acls_present": acls_present, "acl_principals": principals}
