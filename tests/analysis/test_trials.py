@@ -35,7 +35,8 @@ def test_the_wilson_interval_matches_published_values(spark):
 SUMMARY = ("scenario string, metadata_mode string, kafka_version string, acks string, replication_factor int, "
            "min_insync_replicas int, unclean_leader_election boolean, fault string, valid boolean, lost long, "
            "unseen long, duplicates long, unavailable_s double, new_leader_s double, faults_injected long, "
-           "injections_with_loss long, expect_loss boolean, fault_schedule array<struct<every_s:double>>")
+           "injections_with_loss long, expect_loss boolean, fault_schedule array<struct<every_s:double>>, "
+           "security string")
 
 
 def test_trials_are_summed_up_per_configuration(spark):
@@ -46,7 +47,7 @@ def test_trials_are_summed_up_per_configuration(spark):
         acks = "1" if scenario == "acks-1" else "all"
         return (scenario, mode, "3.9.2" if mode == "zookeeper" else "4.3.1", acks, 3, 2, False, "broker-kill", valid,
                 lost, unseen, dup, unavailable, leader, 1, 1 if lost + unseen else 0, False,
-                [{"every_s": 10.0 if mode == "kraft" else None}])
+                [{"every_s": 10.0 if mode == "kraft" else None}], "plaintext")
 
     summary = spark.createDataFrame([
         run("acks-1", "zookeeper", True, 5, 0, 0, 10.0, 9.0), run("acks-1", "zookeeper", True, 0, 1, 2, 20.0, 8.0),
@@ -117,7 +118,7 @@ def test_each_lost_write_is_charged_to_one_injection(spark, second, expected):
 @pytest.mark.parametrize(("losing", "blind"), [(9, False), (10, False), (8, True), (0, True)])
 def test_a_negative_control_that_loses_in_fewer_than_nine_of_ten_trials_flags_the_harness_blind(spark, losing, blind):
     rows = [("control", "zookeeper", "3.9.2", "1", 3, 1, False, "broker-kill", True, 5 if i < losing else 0, 0, 0, 1.0,
-             1.0, 1, 0, True, []) for i in range(10)]
+             1.0, 1, 0, True, [], "sasl_ssl") for i in range(10)]
     (row,) = trials.trials(spark.createDataFrame(rows, SUMMARY)).collect()
     assert (row.expect_loss, row.trials_with_loss, row.blind) == (True, losing, blind)
 
