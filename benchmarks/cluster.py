@@ -232,7 +232,7 @@ def describe(inventory: ClusterInventory, timeout: float = 10.0, include_interna
     try:
         metadata = admin.list_topics(timeout=timeout)
     except KafkaException as exc:
-        raise ClusterUnreachable(f"no broker of {inventory.bootstrap_servers} answered: {exc}") from exc
+        raise ClusterUnreachable(f"no broker of {conn.bootstrap} answered ({conn.security}): {exc}") from exc
     registered = {b.id: b for b in metadata.brokers.values()}
     brokers = [BrokerState(b.broker_id, b.host, b.port, b.name, b.broker_id in registered,
                            port_probe(b.host, b.port) if services else None,

@@ -144,13 +144,15 @@ def preflight(conn: Connection, timeout_s: float = 15.0) -> None:
     from confluent_kafka import KafkaException
     from confluent_kafka.admin import AdminClient
 
+    from benchmarks.cluster import silent_logger  # here: cluster imports this module
+
     errors: list[str] = []
 
     def said(err: Any) -> None:
         errors.append(err.str())
 
     admin = AdminClient(conn.config({"socket.timeout.ms": int(timeout_s * 1000), "log_level": 0,
-                                     "error_cb": said, "logger": _silent()}))
+                                     "error_cb": said, "logger": silent_logger("kafka_bench.preflight")}))
     try:
         admin.list_topics(timeout=timeout_s)
     except KafkaException as exc:
@@ -159,13 +161,3 @@ def preflight(conn: Connection, timeout_s: float = 15.0) -> None:
         why = (auth or errors or [str(exc)])[-1]
         raise ConnectionSettingsError(f"cannot connect to {conn.bootstrap} as {conn.security}"
                                       f"{' with ' + conn.source if conn.source else ''}: {why}") from None
-
-
-def _silent() -> Any:
-    import logging
-
-    logger = logging.getLogger("kafka_bench.preflight")
-    if not logger.handlers:
-        logger.addHandler(logging.NullHandler())
-    logger.propagate = False
-    return logger
