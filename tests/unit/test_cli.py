@@ -142,7 +142,9 @@ def test_trials_repeat_every_run_with_its_number_and_seed(tmp_path, monkeypatch)
 
     calls = []
 
-    def execute(scenario, inventory, inventory_path, runner, results_root, quick, ledger_enabled, seed, progress, trial):
+    def execute(scenario, inventory, inventory_path, runner, results_root, quick, ledger_enabled, seed, progress, trial,
+                conn):
+        assert conn.security == "plaintext"
         calls.append((scenario.name, scenario.trials, trial, seed))
         fields = {name: None for name in records.RunSummary.model_fields}
         return records.RunSummary.model_construct(**{
@@ -151,6 +153,8 @@ def test_trials_repeat_every_run_with_its_number_and_seed(tmp_path, monkeypatch)
             "faults": [], "valid": True, "trial": trial, "trials": scenario.trials, "run_dir": str(results_root)})
 
     monkeypatch.setattr(run_command.runner_lib, "execute", execute)
+    tried = []
+    monkeypatch.setattr(run_command.connection_lib, "preflight", tried.append)  # no cluster here
     scenario = tmp_path / "two.yml"
     scenario.write_text("scenario: {name: two, trials: 2}\nsweep: {workload.partitions: [1, 2]}\n")
     results = tmp_path / "results"
@@ -158,6 +162,7 @@ def test_trials_repeat_every_run_with_its_number_and_seed(tmp_path, monkeypatch)
     out = invoke(FakeRunner(result()), "run", str(scenario), "--results", str(results), "--trials", "3", "--seed", "10",
                  "--no-report")
     assert out.exit_code == ExitCode.OK, out.output
+    assert len(tried) == 1, "the one client profile is tried once, before the runs"
     assert calls == [(f"two-{p:03d}", 3, t, 9 + t) for p in (0, 1) for t in (1, 2, 3)]
     assert "two-001 trial 3/3" in out.output
     assert invoke(FakeRunner(result()), "run", str(scenario), "--trials", "0").exit_code == 2  # a usage error
