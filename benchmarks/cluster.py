@@ -124,13 +124,26 @@ class ClusterStatus:
     def topic(self, name: str) -> list[PartitionState]:
         return sorted((p for p in self.partitions if p.topic == name), key=lambda p: p.partition)
 
-    def problems(self) -> list[str]:
+    def node_problems(self) -> list[str]:
+        """What is wrong with the nodes themselves: processes, registrations, ports, ZooKeeper, the quorum."""
         out = [problem for b in self.brokers for problem in b.problems()]
         out += [problem for z in self.zookeepers for problem in z.problems()]
         if self.quorum is not None:
             if self.quorum.leader_id is None:
                 out.append(f"the controller quorum has no leader{f': {self.quorum.error}' if self.quorum.error else ''}")
             out += [problem for c in self.quorum.controllers for problem in c.problems(self.quorum.leader_id)]
+        return out
+
+    @property
+    def processes_seen(self) -> bool:
+        """Whether this machine saw the process of every node of the inventory (services on this
+        machine): only then does a clean node_problems() mean every node runs."""
+        nodes = [b.process for b in self.brokers if b.name != NOT_IN_INVENTORY] + [z.process for z in self.zookeepers]
+        nodes += [c.process for c in self.quorum.controllers] if self.quorum is not None else []
+        return all(process is not None for process in nodes)
+
+    def problems(self) -> list[str]:
+        out = self.node_problems()
         out += [f"{p.topic}-{p.partition} has no leader" for p in self.partitions if p.offline]
         out += [f"{p.topic}-{p.partition} is under-replicated: ISR {list(p.isr)} of replicas {list(p.replicas)}"
                 for p in self.partitions if p.under_replicated and not p.offline]
@@ -179,6 +192,7 @@ def port_open(host: str, port: int, timeout: float = 1.0) -> bool:
         return False
 
 
+NOT_IN_INVENTORY = "(not in inventory)"  # the name of a registered broker the inventory does not list
 PROCESS_STATES = {0: "running", 4: "paused", 3: "stopped"}  # the control script's `status` exit codes
 
 
@@ -196,6 +210,17 @@ def local_process_state(host: str, ctl: str) -> str | None:
     except (OSError, subprocess.TimeoutExpired):
         return None
     return PROCESS_STATES.get(done.returncode)
+
+
+def every_node_up(inventory: ClusterInventory, conn: Connection | None = None,
+                  describe_fn: Callable[..., ClusterStatus] | None = None) -> bool:
+    """Whether every node of the cluster is known to run and answer: False when the cluster does
+    not answer, a node has a problem, or a node's process cannot be seen from here (a remote host)."""
+    try:
+        status = (describe_fn or describe)(inventory, conn=conn)
+    except ClusterUnreachable:
+        return False
+    return status.processes_seen and not status.node_problems()
 
 
 def admin_client(conn: Connection, **extra: Any):
@@ -238,7 +263,7 @@ def describe(inventory: ClusterInventory, timeout: float = 10.0, include_interna
                            port_probe(b.host, b.port) if services else None,
                            process_probe(b.host, b.ctl) if services else None) for b in inventory.brokers]
     known = {b.broker_id for b in inventory.brokers}
-    brokers += [BrokerState(i, m.host, m.port, "(not in inventory)", True)
+    brokers += [BrokerState(i, m.host, m.port, NOT_IN_INVENTORY, True)
                 for i, m in sorted(registered.items()) if i not in known]
     partitions = []
     for topic in metadata.topics.values():

@@ -136,18 +136,23 @@ class AnsibleFaultInjector:
 @dataclasses.dataclass
 class HealReport:
     reverted: list[FaultRecord]
-    start: PlaybookResult | None
+    start: PlaybookResult | None  # None: start.yml was not run (not asked for, or every node was up)
 
 
 def heal(runner: PlaybookRunner, inventory_path: Path, journal: Journal | None = None,
-         ensure_started: bool = True) -> HealReport:
-    """Revert every outstanding fault of this inventory, then start whatever is still down."""
+         ensure_started: bool = True, nodes_up: Callable[[], bool] | None = None) -> HealReport:
+    """Revert every outstanding fault of this inventory, then start whatever is still down
+    (start.yml). With `nodes_up` (whether every node is seen to run: cluster.every_node_up),
+    start.yml is left out when no fault was outstanding and every node is up: a healthy
+    cluster is healed in a second, not in the twenty of a playbook that changes nothing."""
     injector = AnsibleFaultInjector(runner, inventory_path, journal)
     outstanding = injector.journal.outstanding(str(Path(inventory_path).resolve()))
     outstanding.sort(key=lambda r: spec_of(r.kind).heal_order)  # e.g. ZooKeeper before the brokers
     for record in outstanding:
         injector.revert(record)
-    start = runner.run("start.yml", inventory_path) if ensure_started else None
-    if start is not None and not start.ok:
+    if not ensure_started or (not outstanding and nodes_up is not None and nodes_up()):
+        return HealReport(outstanding, None)
+    start = runner.run("start.yml", inventory_path)
+    if not start.ok:
         raise FaultError(f"start.yml failed while healing:\n{summarize_failures(start.failures)}")
     return HealReport(outstanding, start)

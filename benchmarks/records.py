@@ -280,7 +280,11 @@ class HealAfterRun(Event):
 
 
 class Healed(Event):
+    """Every outstanding fault reverted (their ids), and start.yml run unless every node was seen up."""
+
     event: Literal["healed"] = "healed"
+    reverted: list[str] = []
+    start_playbook: bool = True
 
 
 class FinalReadStart(Event):

@@ -250,7 +250,7 @@ def _prepare(run: Run) -> None:
     w = run.scenario.workload
     run.show("healing")
     run.events.write(records.HealBeforeRun())
-    faults.heal(run.runner, run.inventory_path, run.journal)
+    _heal(run)
     run.show("waiting for a recovered cluster")
     steady.ensure_internal_topics(run.conn)
     run.events.write(records.ClusterRecovered(waited_s=round(steady.wait_recovered(run.inventory, conn=run.conn), 3)))
@@ -356,10 +356,17 @@ def _heal_after(run: Run) -> None:
     """Every fault healed, whatever happened: at the end of the load, on Ctrl-C, on an error."""
     run.show("healing")
     run.events.write(records.HealAfterRun())
-    faults.heal(run.runner, run.inventory_path, run.journal)
+    _heal(run)
     if run.steps:
         run.steps.active.clear()
-    run.events.write(records.Healed())
+
+
+def _heal(run: Run) -> None:
+    """Revert what the journal holds; start.yml only when a node is down or cannot be seen."""
+    report = faults.heal(run.runner, run.inventory_path, run.journal,
+                         nodes_up=lambda: cluster.every_node_up(run.inventory, run.conn))
+    run.events.write(records.Healed(reverted=[r.fault_id for r in report.reverted],
+                                    start_playbook=report.start is not None))
 
 
 def _read_back(run: Run) -> None:

@@ -55,6 +55,28 @@ def test_process_state_is_read_only_for_services_on_this_machine(tmp_path):
     assert cluster.local_process_state("127.0.0.1", str(tmp_path / "missing")) is None
 
 
+def test_every_node_up_needs_every_process_seen_running_and_no_node_problem():
+    """Partitions aside (a restarted broker catching up is a node that is up), a node must be
+    seen: a remote host's process cannot be, and then start.yml is not left out."""
+    catching_up = FakeAdmin([0, 1, 2], {0: (0, [0, 1, 2], [0, 2])})
+    inv = inventory.load(LOCAL_INVENTORY)
+
+    def up(admin, processes=None, seen=True):
+        return cluster.every_node_up(inv, describe_fn=lambda inv_, conn: describe(admin, processes=processes)
+                                     if seen else cluster.describe(inv_, admin_factory=lambda _: admin,
+                                                                   zk_probe=lambda h, p: "standalone",
+                                                                   port_probe=lambda h, p: True,
+                                                                   process_probe=lambda h, c: None))
+    assert up(catching_up)
+    assert not up(catching_up, processes={"broker1": "stopped"})
+    assert not up(catching_up, processes={"zk0": "paused"})
+    assert not up(catching_up, seen=False)
+
+    def unreachable(inv_, conn):
+        raise cluster.ClusterUnreachable("no broker answered")
+    assert not cluster.every_node_up(inv, describe_fn=unreachable)
+
+
 def test_healthy_cluster():
     status = describe(FakeAdmin([0, 1, 2], {0: (0, [0, 1, 2], [0, 1, 2]), 1: (1, [1, 2, 0], [1, 2, 0])}))
     assert status.healthy and status.problems() == []
