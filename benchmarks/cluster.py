@@ -11,12 +11,13 @@ import os
 import socket
 import subprocess
 from collections.abc import Callable
+from pathlib import Path
 from struct import error as struct_error
 from typing import Any
 
 from benchmarks import kafka_protocol
 from benchmarks.connection import Connection
-from benchmarks.inventory import ClusterInventory
+from benchmarks.inventory import Broker, ClusterInventory
 
 
 class ClusterUnreachable(RuntimeError):
@@ -210,6 +211,40 @@ def local_process_state(host: str, ctl: str) -> str | None:
     except (OSError, subprocess.TimeoutExpired):
         return None
     return PROCESS_STATES.get(done.returncode)
+
+
+def discover(conn: Connection, timeout: float = 10.0,
+             admin_factory: Callable[[Connection], Any] | None = None,
+             features: Callable[[Connection], dict[str, int]] | None = None) -> ClusterInventory:
+    """A cluster nothing here deployed, known only by its bootstrap address (run --bootstrap), as
+    its brokers describe it: each broker by id at its advertised address, the metadata mode from
+    the feature levels it finalized (metadata.version: KRaft; none: ZooKeeper), the release from
+    metadata.version where there is one. No host of it can be acted on (no control script, no
+    inventory): `given` carries the connection every client uses."""
+    from confluent_kafka import KafkaException
+
+    try:
+        metadata = (admin_factory or admin_client)(conn).list_topics(timeout=timeout)
+    except KafkaException as exc:
+        raise ClusterUnreachable(f"no broker of {conn.bootstrap} answered ({conn.security}): {exc}") from exc
+    try:
+        finalized = (features or _finalized)(conn)
+    except (kafka_protocol.ProtocolError, OSError) as exc:
+        raise ClusterUnreachable(f"no broker of {conn.bootstrap} told its feature levels: {exc}") from exc
+    level = finalized.get("metadata.version")
+    release = kafka_protocol.METADATA_VERSIONS.get(level, "").split("-")[0] if level else ""  # "" when unknown
+    brokers = tuple(Broker(f"broker{b.id}", b.id, b.host, b.port, conf_dir="")
+                    for b in sorted(metadata.brokers.values(), key=lambda b: b.id))
+    return ClusterInventory(Path(f"--bootstrap {conn.bootstrap}"), brokers, (),
+                            metadata_mode="kraft" if level else "zookeeper", kafka_version=release,
+                            security=conn.security, given=conn)
+
+
+def _finalized(conn: Connection) -> dict[str, int]:
+    """The feature levels the first answering broker reports as finalized."""
+    with kafka_protocol.first_answering(conn.bootstrap.split(","), settings=dict(conn.properties)) as wire:
+        wire.api_versions()
+        return dict(wire.features)
 
 
 def every_node_up(inventory: ClusterInventory, conn: Connection | None = None,

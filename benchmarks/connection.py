@@ -84,6 +84,18 @@ def parse_properties(path: Path) -> dict[str, str]:
     return out
 
 
+def check_bootstrap(value: str, where: str) -> str:
+    """`value` as a bootstrap list (HOST:PORT[,HOST:PORT...], ports 1 to 65535); an error naming
+    `where` (an option, a file's key) and the entry otherwise."""
+    entries = [e.strip() for e in value.split(",")]
+    for entry in entries:
+        host, _, port = entry.rpartition(":")
+        if not host or not port.isdigit() or not 1 <= int(port) <= 65535:
+            raise ConnectionSettingsError(f"{where}: {entry!r} is not HOST:PORT (a port from 1 to 65535); "
+                                          "allowed: HOST:PORT[,HOST:PORT...]")
+    return ",".join(entries)
+
+
 def from_file(path: Path | str, bootstrap: str | None = None) -> Connection:
     """A connection from a librdkafka client-settings file; `bootstrap` overrides the file's."""
     path = Path(path)

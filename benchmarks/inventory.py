@@ -108,6 +108,9 @@ class ClusterInventory:
     # Client settings given by the user (--client-config) for a cluster whose settings this
     # project did not write: every client uses them, whatever profile is asked for.
     client_config: Path | None = None
+    # A cluster known only by its bootstrap address (run --bootstrap, cluster.discover): how
+    # every client reaches it; no host of it can be acted on.
+    given: Connection | None = None
 
     @property
     def kraft(self) -> bool:
@@ -128,11 +131,13 @@ class ClusterInventory:
     def connection(self, security: str | None = None) -> Connection:
         """How clients reach the cluster with a client profile (default: the cluster's own), from
         the client settings playbooks/site.yml wrote for this inventory."""
-        if self.client_config is not None:
+        conn = self.given
+        if conn is None and self.client_config is not None:
             conn = connection.from_file(self.client_config)
+        if conn is not None:
             if security not in (None, conn.security):
                 raise connection.ConnectionSettingsError(
-                    f"client.security is {security}, but {self.client_config} connects as {conn.security}")
+                    f"client.security is {security}, but {conn.source or conn.bootstrap} connects as {conn.security}")
             return conn
         return connection.for_profile(connection.clients_dir(self.path, STATE_DIR), security or self.security,
                                       self.bootstrap_servers)
@@ -141,8 +146,8 @@ class ClusterInventory:
         """The client profiles the cluster can be reached with: that of the settings given
         (--client-config), else those whose settings the deployment wrote (plaintext, on a
         plaintext cluster deployed before they were written)."""
-        if self.client_config is not None:
-            return (connection.from_file(self.client_config).security,)
+        if self.given is not None or self.client_config is not None:
+            return (self.connection().security,)
         written = tuple(connection.offered(connection.clients_dir(self.path, STATE_DIR)))
         return written or (("plaintext",) if self.security == "plaintext" else ())
 

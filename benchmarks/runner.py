@@ -40,7 +40,7 @@ from benchmarks.codes import FINAL_READ_COMMITTED
 from benchmarks.connection import Connection
 from benchmarks.fault_kinds import FaultSpec, Situation
 from benchmarks.inventory import ClusterInventory
-from benchmarks.scenario import Scenario
+from benchmarks.scenario import Scenario, hostless_errors
 from benchmarks.timeline import EventLog, TimelineSampler
 from benchmarks.wait import WaitTimeout, wait_until
 from benchmarks.workers import LoadProcesses
@@ -207,6 +207,8 @@ def execute(scenario: Scenario, inventory: ClusterInventory, inventory_path: Pat
     the cluster (default: the inventory's client settings for the scenario's client.security)."""
     if not 1 <= trial <= scenario.trials:
         raise ValueError(f"trial {trial} is not one of the scenario's 1 to {scenario.trials}")
+    if inventory.given is not None and (hostless := hostless_errors(scenario, "scenario.", "has none")):
+        raise ValueError("; ".join(hostless))
     conn = conn or inventory.connection(scenario.client.security)
     run_id = f"{time.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:6]}"
     numbered = f"-trial{trial:03d}" if scenario.trials > 1 else ""
@@ -248,12 +250,13 @@ def _prepare(run: Run) -> None:
     """Heal what came before, wait for a recovered cluster, create the run's topic, record the
     effective configuration (differences invalidate the run)."""
     w = run.scenario.workload
-    run.show("healing")
-    run.events.write(records.HealBeforeRun())
-    _heal(run)
+    if run.inventory.given is None:
+        run.show("healing")
+        run.events.write(records.HealBeforeRun())
+        _heal(run)
     run.show("waiting for a recovered cluster")
     steady.ensure_internal_topics(run.conn)
-    run.events.write(records.ClusterRecovered(waited_s=round(steady.wait_recovered(run.inventory, conn=run.conn), 3)))
+    run.events.write(records.ClusterRecovered(waited_s=round(_wait_recovered(run), 3)))
     want = features.wanted(w, run.inventory.metadata_mode)
     if want:
         run.show("finalizing feature levels")
@@ -281,6 +284,16 @@ def _prepare(run: Run) -> None:
         run.invalid.append(f"{features.ELR} is {finalized.get(features.ELR, 'unknown')} on the brokers, scenario says "
                            f"eligible_leader_replicas {str(w.eligible_leader_replicas).lower()}")
     (run.run_dir / "effective-config.json").write_text(json.dumps(effective, indent=2))
+
+
+def _wait_recovered(run: Run) -> float:
+    """Seconds waited for a recovered cluster. One known only by its bootstrap address (nobody
+    here owns its other topics) must have every node up; its partitions are not waited for, and
+    no leader of it is moved."""
+    if run.inventory.given is None:
+        return steady.wait_recovered(run.inventory, conn=run.conn)
+    return steady.wait_recovered(run.inventory, conn=run.conn, elect=lambda topic, parts: None, describe=lambda: (
+        dataclasses.replace(cluster.describe(run.inventory, conn=run.conn), partitions=())))
 
 
 def _warm_up(run: Run) -> None:
@@ -354,6 +367,8 @@ def _drive(run: Run) -> None:
 
 def _heal_after(run: Run) -> None:
     """Every fault healed, whatever happened: at the end of the load, on Ctrl-C, on an error."""
+    if run.inventory.given is not None:
+        return  # a cluster known only by its bootstrap address: no fault to heal, no host to start
     run.show("healing")
     run.events.write(records.HealAfterRun())
     _heal(run)
@@ -394,7 +409,8 @@ def _summarize(run: Run) -> records.RunSummary:
     """Service logs and the run's slice of the fault journal into the run directory; counts from
     the ledgers; summary.json."""
     s, w, run_dir = run.scenario, run.scenario.workload, run.run_dir
-    run.runner.run("collect-logs.yml", run.inventory_path, extravars={"collect_logs_dest": str(run_dir / "logs")})
+    if run.inventory.given is None:  # a cluster known only by its bootstrap address has no host to read logs on
+        run.runner.run("collect-logs.yml", run.inventory_path, extravars={"collect_logs_dest": str(run_dir / "logs")})
     fault_log = run.steps.fault_log if run.steps else []
     ids = {f.fault_id for f in fault_log}
     with open(run_dir / "fault-journal.jsonl", "w", encoding="utf-8") as handle:

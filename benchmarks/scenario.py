@@ -299,6 +299,9 @@ class ClusterShape:
     no_data_disk: tuple[str, ...] = ()
     # The client profiles (client.security) the cluster has listeners and settings for; None: any.
     client_profiles: tuple[str, ...] | None = None
+    # Why no host of the cluster can be acted on, when none can (a run given only --bootstrap):
+    # faults, procedures and feature levels are refused. Empty: an inventory names the hosts.
+    no_hosts: str = ""
 
 
 def _impossible(raw: dict[str, Any], cluster: ClusterShape | None) -> tuple[str, str] | None:
@@ -338,12 +341,27 @@ def _allowed_here(cluster: ClusterShape, need: str) -> str:
     return ", ".join(kind for kind, spec in KINDS.items() if not getattr(spec, need) and cluster.metadata_mode in spec.modes)
 
 
+def hostless_errors(scenario: Scenario, field: str, why: str) -> list[str]:
+    """What a scenario asks of the cluster's hosts, on a cluster whose hosts nothing names."""
+    need = f"needs an inventory naming the cluster's hosts (--inventory), and {why}"
+    errors = [f"{field}faults[{i}].kind: {fault.kind} {need}; allowed here: no faults"
+              for i, fault in enumerate(scenario.faults)]
+    errors += [f"{field}procedures[{i}].playbook: {procedure.name} {need}; allowed here: no procedures"
+               for i, procedure in enumerate(scenario.procedures)]
+    if scenario.workload.eligible_leader_replicas is not None:
+        errors.append(f"{field}workload.eligible_leader_replicas: setting a feature level {need}; "
+                      "allowed here: null (the cluster's level as it is)")
+    return errors
+
+
 def _cluster_errors(run: Run, source: str, cluster: ClusterShape) -> list[str]:
     """Faults this inventory cannot carry out: targets it has no server for, faults that need
     hosts of their own on an inventory that runs every broker on one address."""
     errors = []
     where = f" (sweep point {run.point})" if run.point else ""
-    for index, fault in enumerate(run.scenario.faults if run.scenario else []):
+    if cluster.no_hosts and run.scenario:
+        errors += hostless_errors(run.scenario, f"{source}{where}: scenario.", cluster.no_hosts)
+    for index, fault in enumerate(run.scenario.faults if run.scenario and not cluster.no_hosts else []):
         field = f"{source}{where}: scenario.faults[{index}]"
         if cluster.metadata_mode not in fault.modes:
             errors.append(f"{field}.kind: {fault.kind} needs a {' or '.join(sorted(fault.modes))} cluster; this "
@@ -368,7 +386,7 @@ def _cluster_errors(run: Run, source: str, cluster: ClusterShape) -> list[str]:
                           "addresses of their own (inventories/lab, Vagrant or real hosts); this inventory "
                           "runs every broker on one address, so allowed here: "
                           + _allowed_here(cluster, "needs_own_addresses"))
-    for index, procedure in enumerate(run.scenario.procedures if run.scenario else []):
+    for index, procedure in enumerate(run.scenario.procedures if run.scenario and not cluster.no_hosts else []):
         field = f"{source}{where}: scenario.procedures[{index}]"
         errors += [f"{field}.{name}: {message}" for name, message in procedure.cluster_errors(cluster)]
     return errors

@@ -13,6 +13,7 @@ import click
 from rich.live import Live
 from rich.table import Table
 
+from benchmarks import cluster as cluster_lib
 from benchmarks import connection as connection_lib
 from benchmarks import inventory as inventory_lib
 from benchmarks import lab as lab_lib
@@ -101,6 +102,28 @@ def _connections(inv: inventory_lib.ClusterInventory, scenarios: list[scenario_l
     return conns
 
 
+def _given_cluster(ctx: click.Context, bootstrap: str, client_config: Path | None) -> inventory_lib.ClusterInventory:
+    """The cluster behind --bootstrap (with --client-config's settings), as its brokers describe it;
+    reached and authenticated once before anything runs. Bad options exit with the reason."""
+    try:
+        if ctx.get_parameter_source("inventory_path") is not click.core.ParameterSource.DEFAULT:
+            raise connection_lib.ConnectionSettingsError(
+                "--bootstrap and --inventory: give one (--inventory names the hosts, so faults can run; "
+                "--bootstrap, a cluster nothing here deployed, for load only)")
+        bootstrap = connection_lib.check_bootstrap(bootstrap, "--bootstrap")
+        conn = (connection_lib.from_file(client_config, bootstrap) if client_config is not None
+                else connection_lib.Connection(bootstrap, source="--bootstrap"))
+        connection_lib.preflight(conn)
+    except connection_lib.ConnectionSettingsError as exc:
+        console.print(f"[red]error:[/] {exc}")
+        raise click.exceptions.Exit(ExitCode.INVALID_INPUT) from exc
+    try:
+        return cluster_lib.discover(conn)
+    except cluster_lib.ClusterUnreachable as exc:
+        console.print(f"[red]error:[/] {exc}")
+        raise click.exceptions.Exit(ExitCode.UNREACHABLE) from exc
+
+
 def scenario_files(name: str) -> list[Path]:
     """A built-in suite's files by name, or the scenario file (or directory) given."""
     suite = paths.SUITES / name
@@ -132,23 +155,33 @@ def scenario_files(name: str) -> list[Path]:
               help="librdkafka client settings (bootstrap.servers, security.protocol, ssl.*, sasl.*) every client "
                    "uses, for a cluster whose settings this project did not write; default: the inventory's for "
                    "each scenario's client.security.")
+@click.option("--bootstrap", metavar="HOST:PORT[,...]", default=None,
+              help="Run against any reachable cluster by its bootstrap address, deploying nothing: load, ledger, "
+                   "timeline and report, without faults or procedures (those need --inventory naming the hosts). "
+                   "Its security settings: --client-config.")
 @click.pass_context
 def run(ctx: click.Context, suite_or_file: str, inventory_path: Path, quick: bool, seed: int | None,
-        trials: int | None, results: Path, no_ledger: bool, no_report: bool, client_config: Path | None) -> None:
+        trials: int | None, results: Path, no_ledger: bool, no_report: bool, client_config: Path | None,
+        bootstrap: str | None) -> None:
     """Run a built-in suite (seeds, durability) or a scenario file: load, faults, ledger,
     timeline for every run of its sweep; then a summary per run, and the analysis of them all
     (report.html, summary.csv) in the directory of this invocation. Every file is validated
     before the first run starts."""
-    inv = load_inventory_or_exit(inventory_path)
-    if client_config is not None:
+    if bootstrap is not None:
+        inv = _given_cluster(ctx, bootstrap, client_config)
+        inventory_path = inv.path
+    else:
+        inv = load_inventory_or_exit(inventory_path)
+    if client_config is not None and bootstrap is None:
         inv = dataclasses.replace(inv, client_config=client_config)
     try:
         shape = scenario_lib.ClusterShape(tuple(b.broker_id for b in inv.brokers), len({b.host for b in inv.brokers}),
                                           inv.metadata_mode, tuple(c.node_id for c in inv.controllers),
                                           len(inv.migration_controllers), inv.kafka_version,
-                                          lab_lib.netem_missing(inventory_path),
+                                          "" if inv.given else lab_lib.netem_missing(inventory_path),
                                           tuple(b.name for b in inv.brokers if not b.data_disk),
-                                          inv.client_profiles())
+                                          inv.client_profiles(),
+                                          "this run names only --bootstrap" if inv.given else "")
         files = scenario_files(suite_or_file)
         runs = [run for path in files for run in scenario_lib.load(path, shape, in_suite=len(files) > 1)]
         if runs and all(r.scenario is None for r in runs):

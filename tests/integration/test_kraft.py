@@ -20,6 +20,7 @@ import pytest
 from benchmarks import cluster, features, inventory, kafka_protocol, ledger, smoke
 from benchmarks import runner as runner_lib
 from benchmarks import scenario as sc
+from benchmarks.exit_codes import ExitCode
 from benchmarks.report import outputs
 from benchmarks.timeline import QUORUM_SCHEMA, TIMELINE_SCHEMA
 from tests.conftest import (
@@ -222,6 +223,40 @@ def test_negative_controls_still_lose_writes_with_elr_on(kraft, runner, tmp_path
     assert run.summary["new_leader_from"] in origins, run.verdict
     assert ("by an unclean election" in run.verdict) is (origins == {"unclean"}), run.verdict
     print(f"\n{control}, ELR on: {run.verdict}")
+
+
+def test_a_cluster_given_only_by_its_bootstrap_runs_load_and_report_and_refuses_a_fault(kraft, tmp_path):
+    """`run --bootstrap` with no inventory, as against a cluster something else deployed: the
+    cluster described by its brokers, a full run (load, ledger, timeline, report) that accounts
+    for every message, nothing done on a host (no heal, no log collection, no playbook); a
+    scenario with a fault is refused before anything starts, naming the field."""
+    plain = tmp_path / "plain.yml"
+    plain.write_text("scenario:\n  name: byo\n  workload: {partitions: 3, producers: 1, rate: 500, warmup_s: 2, duration_s: 10,"
+                     " consumer_groups: [{name: readers, consumers: 1}]}\n  client: {producer: {acks: all}}\n")
+    results = tmp_path / "results"
+    proc = run_cli("run", str(plain), "--bootstrap", "127.0.0.1:9093", "--results", str(results))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    [sweep] = [p for p in results.iterdir() if p.is_dir()]
+    [run_dir] = [p for p in sweep.iterdir() if p.is_dir()]
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["acked"] >= 4000 and summary["acked_lost"] == 0 and summary["valid"], summary
+    assert (summary["metadata_mode"], summary["kafka_version"]) == ("kraft", "4.3")
+    lines = [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]
+    assert lines[0]["event"] == "run-start" and lines[0]["inventory"] == "--bootstrap 127.0.0.1:9093"
+    events = [e["event"] for e in lines]
+    assert "cluster-recovered" in events and "final-read-end" in events
+    assert not {"heal-before-run", "heal-after-run", "healed"} & set(events), events
+    assert not (run_dir / "logs").exists() and not (run_dir / "ansible").exists(), "nothing ran on a host"
+    assert (sweep / "report.html").is_file() and (sweep / "summary.csv").is_file()
+
+    kill = tmp_path / "kill.yml"
+    kill.write_text("scenario:\n  name: kill\n  faults: [{kind: broker-kill, at_s: 5, heal_at_s: 10, target: {leader_of: 0}}]\n")
+    before = sorted(results.iterdir())
+    proc = run_cli("run", str(kill), "--bootstrap", "127.0.0.1:9093", "--results", str(results))
+    assert proc.returncode == ExitCode.INVALID_INPUT, proc.stdout + proc.stderr
+    said = " ".join(proc.stdout.split())
+    assert "kill.yml: scenario.faults[0].kind: broker-kill needs an inventory naming the cluster's hosts" in said, said
+    assert sorted(results.iterdir()) == before, "nothing started"
 
 
 @pytest.mark.long

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from click.testing import CliRunner
 
@@ -197,3 +199,42 @@ def test_network_delay_is_refused_on_the_lab_when_this_kernel_has_no_netem(tmp_p
     assert fake.calls == []
     real_hosts = sc.ClusterShape(broker_ids=(0, 1, 2), hosts=3)
     assert len(sc.load(slow, real_hosts)) == 1
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--bootstrap", "127.0.0.1:9092", "--inventory", str(LOCAL_INVENTORY)], "--bootstrap and --inventory: give one"),
+    (["--bootstrap", "127.0.0.1"], "--bootstrap: '127.0.0.1' is not HOST:PORT (a port from 1 to 65535); "
+                                   "allowed: HOST:PORT[,HOST:PORT...]"),
+    (["--bootstrap", "a:9092,b:0"], "--bootstrap: 'b:0' is not HOST:PORT"),
+])
+def test_bad_bootstrap_options_exit_invalid_input_before_connecting(tmp_path, monkeypatch, args, message):
+    from benchmarks.commands import run as run_command
+
+    tried = []
+    monkeypatch.setattr(run_command.connection_lib, "preflight", tried.append)
+    scenario = tmp_path / "plain.yml"
+    scenario.write_text("scenario: {name: plain}\n")
+    out = invoke(FakeRunner(result()), "run", str(scenario), *args, "--results", str(tmp_path))
+    assert out.exit_code == ExitCode.INVALID_INPUT, out.output
+    assert message in " ".join(out.output.split())
+    assert tried == [], "nothing was tried"
+
+
+def test_a_fault_on_a_cluster_given_by_bootstrap_is_refused_before_any_run(tmp_path, monkeypatch):
+    """The cluster is read (discover), the scenario refused with the field and what is allowed, no run starts."""
+    from benchmarks import connection, inventory
+    from benchmarks.commands import run as run_command
+
+    given = connection.Connection("10.0.0.1:9092", source="--bootstrap")
+    brokers = tuple(inventory.Broker(f"broker{i}", i, "10.0.0.1", 9092 + i, "") for i in range(3))
+    monkeypatch.setattr(run_command.connection_lib, "preflight", lambda conn: None)
+    monkeypatch.setattr(run_command.cluster_lib, "discover", lambda conn: inventory.ClusterInventory(
+        Path(f"--bootstrap {conn.bootstrap}"), brokers, (), metadata_mode="kraft", security="plaintext",
+        given=conn))
+    monkeypatch.setattr(run_command.runner_lib, "execute", lambda *a, **k: pytest.fail("a run started"))
+    kill = tmp_path / "kill.yml"
+    kill.write_text("scenario:\n  name: kill\n  faults: [{kind: broker-kill, at_s: 5, heal_at_s: 10, target: {broker: 1}}]\n")
+    out = invoke(FakeRunner(result()), "run", str(kill), "--bootstrap", given.bootstrap, "--results", str(tmp_path))
+    assert out.exit_code == ExitCode.INVALID_INPUT, out.output
+    assert ("kill.yml: scenario.faults[0].kind: broker-kill needs an inventory naming the cluster's hosts (--inventory), "
+            "and this run names only --bootstrap; allowed here: no faults") in " ".join(out.output.split())

@@ -6,6 +6,8 @@ import socket
 import threading
 from types import SimpleNamespace as NS
 
+import pytest
+
 from benchmarks import cluster, inventory
 from tests.conftest import LOCAL_INVENTORY
 
@@ -122,3 +124,24 @@ def test_zookeeper_mode_reads_srvr_from_a_real_socket():
         thread.join(5)
         server.close()
     assert cluster.zookeeper_mode("127.0.0.1", port, timeout=0.5) is None
+
+
+@pytest.mark.parametrize(("features", "mode", "release"), [
+    ({"metadata.version": 30, "kraft.version": 1}, "kraft", "4.3"),
+    ({}, "zookeeper", ""),
+    ({"metadata.version": 99}, "kraft", ""),  # a level newer than this project knows: the release is unknown
+])
+def test_a_cluster_given_by_bootstrap_is_described_by_its_brokers(features, mode, release):
+    from benchmarks.connection import Connection
+
+    given = Connection("kafka.example:9092", source="--bootstrap")
+    inv = cluster.discover(given, admin_factory=lambda conn: FakeAdmin([2, 0, 1], {}), features=lambda conn: features)
+    assert [(b.broker_id, b.bootstrap) for b in inv.brokers] == [(0, "127.0.0.1:9092"), (1, "127.0.0.1:9093"),
+                                                                  (2, "127.0.0.1:9094")]
+    assert (inv.metadata_mode, inv.kafka_version, inv.zookeepers, inv.controllers) == (mode, release, (), ())
+    assert inv.connection() is given and inv.client_profiles() == ("plaintext",)
+    with pytest.raises(ValueError, match="client.security is sasl_ssl, but --bootstrap connects as plaintext"):
+        inv.connection("sasl_ssl")
+    assert not cluster.every_node_up(inv, describe_fn=lambda inv_, conn: cluster.describe(
+        inv_, conn=conn, admin_factory=lambda _: FakeAdmin([0, 1, 2], {}), port_probe=lambda h, p: True,
+        zk_probe=lambda h, p: None)), "no process of it can be seen: never taken for up"

@@ -231,6 +231,24 @@ def test_network_faults_need_hosts_with_addresses_of_their_own():
     assert len(sc.parse(doc, "demo.yml", sc.ClusterShape(broker_ids=(0, 1, 2), hosts=3))) == 1
 
 
+def test_a_cluster_known_only_by_its_bootstrap_refuses_faults_procedures_and_feature_levels():
+    """Every one named with its field and what is allowed; load alone runs."""
+    hostless = sc.ClusterShape(broker_ids=(0, 1, 2), hosts=3, metadata_mode="kraft", no_hosts="this run names only --bootstrap")
+    doc = {"scenario": {"name": "demo", "workload": {"eligible_leader_replicas": True},
+                        "faults": [{"kind": "broker-kill", "at_s": 1, "target": {"leader_of": 0}}],
+                        "procedures": [{"playbook": "rolling-restart", "at_s": 2}]}}
+    with pytest.raises(sc.ScenarioError) as info:
+        sc.parse(doc, "demo.yml", hostless)
+    said = " ".join(str(info.value).split())
+    need = "needs an inventory naming the cluster's hosts (--inventory), and this run names only --bootstrap"
+    assert f"demo.yml: scenario.faults[0].kind: broker-kill {need}; allowed here: no faults" in said
+    assert f"demo.yml: scenario.procedures[0].playbook: rolling-restart {need}; allowed here: no procedures" in said
+    assert (f"demo.yml: scenario.workload.eligible_leader_replicas: setting a feature level {need}; allowed here: null"
+            in said)
+    [run] = sc.parse({"scenario": {"name": "demo"}}, "demo.yml", hostless)
+    assert run.scenario is not None
+
+
 def test_disk_full_needs_brokers_whose_data_has_a_filesystem_of_its_own():
     doc = {"scenario": {"name": "demo", "faults": [{"kind": "disk-full", "at_s": 1, "target": {"leader_of": 0}}]}}
     shared = sc.ClusterShape(broker_ids=(0, 1, 2), hosts=3, no_data_disk=("broker0", "broker1", "broker2"))
