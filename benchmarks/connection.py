@@ -22,7 +22,11 @@ PROFILES = ("plaintext", "tls", "mtls", "sasl_ssl")
 #: (producer and consumer behaviour belongs to the scenario's client profile).
 _ALLOWED_KEYS = ("bootstrap.servers", "security.protocol", "client.dns.lookup")
 _ALLOWED_PREFIXES = ("ssl.", "sasl.", "enable.ssl.")
-_SECRET_WORDS = ("password", "secret", ".pem", "token")
+_SECRET_WORDS = ("password", "secret", ".pem", "token")  # a setting whose key holds one of them holds a secret
+
+
+def _secret(key: str) -> bool:
+    return any(word in key for word in _SECRET_WORDS)
 _FILE_KEYS = ("ssl.ca.location", "ssl.certificate.location", "ssl.key.location", "ssl.keystore.location",
               "ssl.crl.location")
 _PROTOCOLS = {"plaintext": "plaintext", "ssl": "tls", "sasl_ssl": "sasl_ssl", "sasl_plaintext": "sasl_plaintext"}
@@ -54,7 +58,7 @@ class Connection:
 
     def secrets(self) -> list[str]:
         """The secret values (passwords): what must never appear in an artifact."""
-        return [v for k, v in self.properties if any(w in k for w in ("password", "secret")) and v]
+        return [v for k, v in self.properties if _secret(k) and v]
 
     def summary(self) -> dict[str, Any]:
         """What a run directory may record about the connection: no secret, no key material."""
@@ -64,7 +68,7 @@ class Connection:
                 "sasl.mechanism": props.get("sasl.mechanism"), "sasl.username": props.get("sasl.username")}
 
     def __repr__(self) -> str:
-        shown = ", ".join(f"{k}={'***' if any(w in k for w in _SECRET_WORDS) else v}" for k, v in self.properties)
+        shown = ", ".join(f"{k}={'***' if _secret(k) else v}" for k, v in self.properties)
         return f"Connection({self.security} {self.bootstrap}{'; ' + shown if shown else ''})"
 
     __str__ = __repr__
