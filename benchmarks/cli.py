@@ -14,6 +14,7 @@ from benchmarks.commands import lab as lab_commands
 from benchmarks.commands import report as report_commands
 from benchmarks.commands import run as run_commands
 from benchmarks.exit_codes import ExitCode
+from benchmarks.fault_kinds import FaultError
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -45,4 +46,9 @@ def main() -> None:
     except KeyboardInterrupt:
         click.echo("interrupted", err=True)
         sys.exit(ExitCode.INTERRUPTED)
+    except FaultError as exc:  # a fault or its heal failed outside a run's schedule (a Ctrl-C while healing, ...)
+        interrupted = isinstance(exc.__context__, KeyboardInterrupt)
+        click.echo(f"{'interrupted, then ' if interrupted else ''}error: {exc}\n"
+                   "faults the journal still holds are healed by: kafka-bench heal --inventory INVENTORY", err=True)
+        sys.exit(ExitCode.INTERRUPTED if interrupted else ExitCode.FAILURE)
     sys.exit(code if isinstance(code, int) else ExitCode.OK)

@@ -238,3 +238,26 @@ def test_a_fault_on_a_cluster_given_by_bootstrap_is_refused_before_any_run(tmp_p
     assert out.exit_code == ExitCode.INVALID_INPUT, out.output
     assert ("kill.yml: scenario.faults[0].kind: broker-kill needs an inventory naming the cluster's hosts (--inventory), "
             "and this run names only --bootstrap; allowed here: no faults") in " ".join(out.output.split())
+
+
+@pytest.mark.parametrize(("interrupted", "code"), [(True, ExitCode.INTERRUPTED), (False, ExitCode.FAILURE)])
+def test_a_heal_that_fails_ends_with_its_reason_and_the_way_out_not_a_traceback(monkeypatch, capsys, interrupted, code):
+    """Ctrl-C during a run heals; a heal cut short by it (or failing) says so, and how to finish it."""
+    from benchmarks import cli as cli_module
+    from benchmarks.fault_kinds import FaultError
+
+    def main(standalone_mode):
+        try:
+            if interrupted:
+                raise KeyboardInterrupt
+            raise RuntimeError("not interrupted")
+        except (KeyboardInterrupt, RuntimeError):
+            raise FaultError("start.yml failed while healing:\nbroker1: exit 130") from None
+
+    monkeypatch.setattr(cli_module.cli, "main", main)
+    with pytest.raises(SystemExit) as exited:
+        cli_module.main()
+    assert exited.value.code == code
+    err = capsys.readouterr().err
+    assert err.startswith(("interrupted, then " if interrupted else "") + "error: start.yml failed while healing:"), err
+    assert "kafka-bench heal --inventory INVENTORY" in err and "Traceback" not in err
