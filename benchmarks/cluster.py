@@ -197,9 +197,9 @@ NOT_IN_INVENTORY = "(not in inventory)"  # the name of a registered broker the i
 PROCESS_STATES = {0: "running", 4: "paused", 3: "stopped"}  # the control script's `status` exit codes
 
 
-def local_process_state(host: str, ctl: str) -> str | None:
-    """The service's process state from its control script, for services on this machine
-    (a loopback address whose script exists here); None where it cannot be seen from here."""
+def _local_ctl(host: str, ctl: str, action: str) -> subprocess.CompletedProcess[str] | None:
+    """The control script's answer to `action`, for a service on this machine (a loopback address
+    whose script exists here); None where it cannot be asked from here."""
     try:
         local = host == "localhost" or ipaddress.ip_address(host).is_loopback
     except ValueError:
@@ -207,10 +207,39 @@ def local_process_state(host: str, ctl: str) -> str | None:
     if not local or not os.access(ctl, os.X_OK):
         return None
     try:
-        done = subprocess.run([ctl, "status"], capture_output=True, timeout=10)
+        return subprocess.run([ctl, action], capture_output=True, text=True, timeout=10)
     except (OSError, subprocess.TimeoutExpired):
         return None
-    return PROCESS_STATES.get(done.returncode)
+
+
+def local_process_state(host: str, ctl: str) -> str | None:
+    """The service's process state from its control script, for services on this machine; None
+    where it cannot be seen from here."""
+    done = _local_ctl(host, ctl, "status")
+    return PROCESS_STATES.get(done.returncode) if done else None
+
+
+def local_cpu(inventory: ClusterInventory) -> dict[str, tuple[int, float]] | None:
+    """Each broker's process id and the CPU seconds it has used so far (user + system), when every
+    broker runs on this machine; None when any cannot be read from here."""
+    out = {}
+    for b in inventory.brokers:
+        done = _local_ctl(b.host, b.ctl, "pid")
+        pid = done.stdout.strip() if done and done.returncode == 0 else ""
+        try:
+            fields = Path(f"/proc/{int(pid)}/stat").read_text().rsplit(")", 1)[1].split()
+        except (ValueError, OSError):
+            return None
+        out[b.name] = (int(pid), (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK"))  # utime + stime
+    return out or None
+
+
+def cpu_used(before: dict[str, tuple[int, float]] | None, after: dict[str, tuple[int, float]] | None) -> float | None:
+    """CPU seconds the brokers used between two `local_cpu` readings; None when either is missing
+    or a broker is another process by then (restarted: its CPU before the restart is unknown)."""
+    if before is None or after is None or {k: p for k, (p, _) in before.items()} != {k: p for k, (p, _) in after.items()}:
+        return None
+    return round(sum(after[k][1] - before[k][1] for k in before), 3)
 
 
 def discover(conn: Connection, timeout: float = 10.0,

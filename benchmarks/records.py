@@ -35,6 +35,13 @@ class ScheduledFault(Record):
     until_s: float | None = None        # until then (None: the end of the workload)
 
 
+class SweepValue(Record):
+    """One dimension of a sweep point: the scenario field's path and the value it took (as JSON)."""
+
+    path: str
+    value: str
+
+
 class AppliedFault(Record):
     """A fault as the run carried it out."""
 
@@ -105,6 +112,11 @@ class RunSummary(Record):
     trials: int = 1                     # how many trials of its configuration the scenario asked for
     expect_loss: bool = False           # a negative control: it must lose acknowledged writes
     transactions: TransactionProfile | None = None  # exactly-once runs only
+    sweep_of: str | None = None         # the scenario whose sweep this run is a point of (None: no sweep)
+    sweep_point: list[SweepValue] = []  # that point: each swept field and its value
+    # CPU seconds the brokers spent during the load, all of them together (None: a broker's process
+    # cannot be read from this machine, or one was restarted during the load).
+    broker_cpu_s: float | None = None
 
 
 # ---------------------------------------------------------------- events.jsonl

@@ -187,6 +187,8 @@ class Run:
     eligible_leader_replicas: bool | None = None  # as the brokers reported it before the load
     offsets: dict[str, clocks.Offset] = dataclasses.field(default_factory=dict)  # host clocks against ours
     trial: int = 1
+    sweep: tuple[str, dict[str, Any]] | None = None  # (the scenario swept, this run's point)
+    broker_cpu_s: float | None = None  # CPU the brokers spent during the load (where this machine can read it)
 
     def show(self, phase: str, elapsed: float = 0.0) -> None:
         if self.progress:
@@ -200,11 +202,12 @@ class Run:
 def execute(scenario: Scenario, inventory: ClusterInventory, inventory_path: Path, runner: PlaybookRunner,
             results_root: Path, quick: bool = False, ledger_enabled: bool = True, seed: int | None = None,
             progress: Callable[[Snapshot], None] | None = None, trial: int = 1,
-            conn: Connection | None = None) -> records.RunSummary:
+            conn: Connection | None = None, sweep: tuple[str, dict[str, Any]] | None = None) -> records.RunSummary:
     """Heal, wait for a recovered cluster, create the topic, warm up, drive the load with the
     steps on schedule, heal, read everything back, and write summary.json. `trial`: which of
     the scenario's `trials` this run is (each on a topic of its own). `conn`: how clients reach
-    the cluster (default: the inventory's client settings for the scenario's client.security)."""
+    the cluster (default: the inventory's client settings for the scenario's client.security).
+    `sweep`: the scenario this run is a point of, and the point (scenario.Run.sweep)."""
     if not 1 <= trial <= scenario.trials:
         raise ValueError(f"trial {trial} is not one of the scenario's 1 to {scenario.trials}")
     if inventory.given is not None and (hostless := hostless_errors(scenario, "scenario.", "has none")):
@@ -222,7 +225,8 @@ def execute(scenario: Scenario, inventory: ClusterInventory, inventory_path: Pat
         runner = AnsibleRunner(artifact_root=run_dir / "ansible", verbosity=runner.verbosity)
     run = Run(scenario, inventory, inventory_path, runner, run_id, run_dir, topic, EventLog(run_dir / "events.jsonl", run_id),
               random.Random(seed), warmup_s, duration_s, factor, progress,
-              LoadProcesses(scenario, run_id, conn, topic, run_dir, ledger_enabled, seed), conn, trial=trial)
+              LoadProcesses(scenario, run_id, conn, topic, run_dir, ledger_enabled, seed), conn, trial=trial,
+              sweep=sweep)
     run.events.write(records.RunStart(scenario=scenario.name, topic=topic, seed=seed, quick=quick, warmup_s=warmup_s,
                                       duration_s=duration_s, inventory=str(inventory_path), trial=trial,
                                       trials=scenario.trials))
@@ -323,6 +327,7 @@ def _drive(run: Run) -> None:
     w = run.scenario.workload
     run.start_ns = time.time_ns() + int(3e9)  # time for the spawned processes to import and connect
     end_ns = run.start_ns + int((run.warmup_s + run.duration_s) * 1e9)
+    cpu_before = cluster.local_cpu(run.inventory)
     run.workers.start_producers(run.start_ns, end_ns)
     run.events.write(records.LoadStart(start_ns=run.start_ns, end_ns=end_ns,
                                        measured_from_ns=run.start_ns + int(run.warmup_s * 1e9)))
@@ -361,6 +366,7 @@ def _drive(run: Run) -> None:
     finally:
         steps.join(300)
         run.workers.kill_producers()
+    run.broker_cpu_s = cluster.cpu_used(cpu_before, cluster.local_cpu(run.inventory))
     run.events.write(records.LoadEnd(end_ns=run.workers.end_ns,
                                      producers=load.producer_meta(run.run_dir / "ledger" / "produce")))
 
@@ -435,7 +441,10 @@ def _summarize(run: Run) -> records.RunSummary:
         throughput_msgs_s=verdict.acked / ((end_ns - start_ns) / 1e9),
         faults=fault_log, valid=not run.invalid, invalid_reasons=run.invalid,
         live_counters=records.LiveCounters(sent=sent, acked=acked_live, failed=failed, indeterminate=indeterminate),
-        trial=run.trial, trials=s.trials, expect_loss=s.expect_loss,
+        trial=run.trial, trials=s.trials, expect_loss=s.expect_loss, broker_cpu_s=run.broker_cpu_s,
+        sweep_of=run.sweep[0] if run.sweep else None,
+        sweep_point=[records.SweepValue(path=path, value=json.dumps(value)) for path, value in
+                     (run.sweep[1] if run.sweep else {}).items()],
         transactions=records.TransactionProfile(
             messages=s.client.transactions.messages, abort_ratio=s.client.transactions.abort_ratio,
             timeout_ms=s.client.transactions.timeout_ms,

@@ -214,6 +214,11 @@ class Run(BaseModel):
     point: dict[str, Any]
     scenario: Scenario | None
     skipped: str | None = None
+    sweep_of: str | None = None  # the scenario's name before its point's suffix (None: no sweep)
+
+    def sweep(self) -> tuple[str, dict[str, Any]] | None:
+        """(the scenario swept, this point), for the run's summary; None when there is no sweep."""
+        return (self.sweep_of, self.point) if self.sweep_of is not None and self.point else None
 
 
 class ScenarioFile(Strict):
@@ -420,17 +425,18 @@ def parse(doc: Any, source: str = "<scenario>", cluster: ClusterShape | None = N
         raw = copy.deepcopy(base)
         for path, value in point.items():
             _set_path(raw, path, value)
+        swept = str(raw.get("name", "scenario")) if point else None
         if point:
-            raw["name"] = f"{raw.get('name', 'scenario')}-{index:03d}"
+            raw["name"] = f"{swept}-{index:03d}"
         impossible = _impossible(raw, cluster)
         if impossible and not point:
             errors.append(f"{source}: scenario.{impossible[0]}: {impossible[1]}")
             continue
         if impossible:
-            runs.append(Run(index=index, point=point, scenario=None, skipped=impossible[1]))
+            runs.append(Run(index=index, point=point, scenario=None, skipped=impossible[1], sweep_of=swept))
             continue
         try:
-            runs.append(Run(index=index, point=point, scenario=Scenario.model_validate(raw)))
+            runs.append(Run(index=index, point=point, scenario=Scenario.model_validate(raw), sweep_of=swept))
         except ValidationError as exc:
             where = f" (sweep point {point})" if point else ""
             errors.append(_format(exc, source + where, "scenario."))
@@ -443,7 +449,7 @@ def parse(doc: Any, source: str = "<scenario>", cluster: ClusterShape | None = N
                          enumerate(run.scenario.procedures if run.scenario else []) for field, message
                          in procedure.cluster_errors(cluster)]
             if in_suite and elsewhere:
-                runs[position] = Run(index=run.index, point=run.point, scenario=None,
+                runs[position] = Run(index=run.index, point=run.point, scenario=None, sweep_of=run.sweep_of,
                                      skipped=f"{source}: needs another cluster: {'; '.join(elsewhere)}")
                 continue
             errors += _cluster_errors(run, source, cluster)

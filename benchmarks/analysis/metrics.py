@@ -47,6 +47,7 @@ from benchmarks.analysis.consumers import (
     read_anomalies,
     rebalances,
 )
+from benchmarks.analysis.costs import security_cost
 from benchmarks.analysis.latency import end_to_end, errors, per_second, produce_phases
 from benchmarks.analysis.outcomes import (
     counts,
@@ -103,6 +104,7 @@ class Analysis:
     groups: DataFrame  # per consumer group: what it read, skipped, read out of order, twice
     summary: DataFrame  # per run (RUN_COLUMNS)
     trials: DataFrame  # per configuration (analysis/trials.py)
+    security_cost: DataFrame  # per client security profile of each compared sweep point (analysis/costs.py)
 
 
 SUMMARY_COLUMNS = (
@@ -115,7 +117,8 @@ SUMMARY_COLUMNS = (
     "leaderless_partition", "leaderless_s", "under_min_isr_s", "hw_stall_s", "acked_invisible", "new_leader_s",
     "new_leader_from", "steady", "steady_p99_first_ms", "steady_p99_last_ms",
     "steady_p50_ms", "warm_p50_ms", "steady_acked_share", "causes", "faults_injected", "injections_with_loss",
-    *TXN_COLUMNS, "txn_client", *CONSUMER_COLUMNS, "trial", "expect_loss", "valid", "invalid_reasons",
+    *TXN_COLUMNS, "txn_client", *CONSUMER_COLUMNS, "broker_cpu_s", "broker_cpu_ms_per_1k", "sweep_of", "sweep_point",
+    "trial", "expect_loss", "valid", "invalid_reasons",
 )
 # The run rows of summary.csv: the above, and what each gains of its configuration's trials.
 RUN_COLUMNS = (*SUMMARY_COLUMNS, *PER_RUN)
@@ -172,6 +175,7 @@ def summarize(runs: DataFrame, counts_df: DataFrame, reordered_df: DataFrame, ph
             .join(causes, on="run_id", how="left").join(injected, on="run_id", how="left")
             .join(txn_counts, on="run_id", how="left").join(consumers, on="run_id", how="left")
             .withColumn("txn_client", F.col("transactions.client"))
+            .withColumn("broker_cpu_ms_per_1k", F.round(F.col("broker_cpu_s") * 1e6 / F.nullif(F.col("acked"), F.lit(0)), 3))
             .withColumn("trial", F.coalesce(F.col("trial"), F.lit(1)))  # runs of older versions: one trial each
             .withColumn("expect_loss", F.coalesce(F.col("expect_loss"), F.lit(False)))
             .fillna(0, subset=["sent", "acked", "failed", "indeterminate", "lost", "unseen", "duplicates", "reordered",
@@ -228,4 +232,4 @@ def analyse(runs: DataFrame, events: DataFrame, produce: DataFrame, consume: Dat
         segments=segments, health=health, unavailability=unavailable, faults=impact, steps=steps, transactions=outcomes,
         lag=lag, rebalances=moves, groups=groups,
         summary=with_trials(per_run, per_configuration).select(*RUN_COLUMNS).orderBy("scenario", "run_id"),
-        trials=per_configuration)
+        trials=per_configuration, security_cost=security_cost(per_run))

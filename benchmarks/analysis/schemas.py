@@ -79,16 +79,18 @@ RUNS = from_model(records.RunSummary, [
     "run_id", "scenario", "description", "metadata_mode", "kafka_version", "eligible_leader_replicas", "security",
     "acks", "replication_factor", "min_insync_replicas", "unclean_leader_election",
     "partitions", "message_size", "fault", "fault_schedule", "load_start_ns", "measured_from_ns", "warm_p50_ms",
-    "load_end_ns", "valid", "invalid_reasons", "trial", "expect_loss", "transactions"])
+    "load_end_ns", "valid", "invalid_reasons", "trial", "expect_loss", "transactions", "broker_cpu_s", "sweep_of",
+    "sweep_point"])
 
 # The fields every summary.json must hold with a type Spark can infer: not the lists, and not
 # those absent from runs of older versions: warm_p50_ms (also null for an unthrottled load; the
 # steadiness is then judged without the level test), metadata_mode, kafka_version and
 # eligible_leader_replicas (also null on ZooKeeper), trial (the analysis counts such a run as one),
 # expect_loss (no such run is a negative control), transactions (null but in exactly-once runs),
-# security (a run before client profiles: plaintext).
+# security (a run before client profiles: plaintext), broker_cpu_s (also null where the brokers'
+# processes cannot be read), sweep_of (also null for a run of no sweep).
 NEWER_RUN_FIELDS = ("warm_p50_ms", "metadata_mode", "kafka_version", "eligible_leader_replicas", "trial",
-                    "expect_loss", "transactions", "security")
+                    "expect_loss", "transactions", "security", "broker_cpu_s", "sweep_of")
 RUNS_SCALARS = T.StructType([f for f in RUNS.fields
                              if not isinstance(f.dataType, T.ArrayType) and f.name not in NEWER_RUN_FIELDS])
 

@@ -190,17 +190,18 @@ def run(ctx: click.Context, suite_or_file: str, inventory_path: Path, quick: boo
     except (scenario_lib.ScenarioError, connection_lib.ConnectionSettingsError) as exc:
         console.print(f"[red]error:[/] {exc}")
         raise click.exceptions.Exit(ExitCode.INVALID_INPUT) from exc
-    scenarios = [r.scenario if trials is None else r.scenario.model_copy(update={"trials": trials})
-                 for r in runs if r.scenario is not None]
+    points = [(r, r.scenario if trials is None else r.scenario.model_copy(update={"trials": trials}))
+              for r in runs if r.scenario is not None]
+    scenarios = [scenario for _, scenario in points]
     conns = _connections(inv, scenarios)
-    todo = [(scenario, trial) for scenario in scenarios for trial in range(1, scenario.trials + 1)]
+    todo = [(point, scenario, trial) for point, scenario in points for trial in range(1, scenario.trials + 1)]
     skipped = [r for r in runs if not r.scenario]
     for r in skipped:
         console.print(f"skipping sweep point {r.point}: {r.skipped}" if r.point else f"skipping {r.skipped}")
     sweep_dir = results / f"{time.strftime('%Y%m%dT%H%M%S')}-{Path(suite_or_file).stem}"
     summaries = []
     with Live(console=console, refresh_per_second=4, transient=not console.is_terminal) as live:
-        for number, (scenario, trial) in enumerate(todo, 1):
+        for number, (point, scenario, trial) in enumerate(todo, 1):
             label = f"[{number}/{len(todo)}] {scenario.name}" + (f" trial {trial}/{scenario.trials}"
                                                                  if scenario.trials > 1 else "")
             shown = ProgressLines(console.is_terminal, live.update, console.print)
@@ -211,7 +212,7 @@ def run(ctx: click.Context, suite_or_file: str, inventory_path: Path, quick: boo
             trial_seed = None if seed is None else seed + trial - 1  # each trial its own random targets
             summary = runner_lib.execute(scenario, inv, inventory_path, playbook_runner(ctx), sweep_dir, quick=quick,
                                          ledger_enabled=not no_ledger, seed=trial_seed, progress=show, trial=trial,
-                                         conn=conns[scenario.client.security])
+                                         conn=conns[scenario.client.security], sweep=point.sweep())
             summaries.append(summary)
             console.print(f"{label}: done, {summary.run_dir}")
     stdout.print(summary_table(summaries, skipped))

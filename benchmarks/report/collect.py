@@ -96,6 +96,7 @@ def collect(analysis: Analysis, events_rows: list[dict[str, Any]], source: str) 
         "consumer-groups": _rows(analysis.groups.orderBy("run_id", "group")),
         # Transactions are many: those that broke a promise, or whose end was not confirmed.
         "transactions": _rows(analysis.transactions.filter(odd).orderBy("run_id", "producer", "txn")),
+        "security-cost": _rows(analysis.security_cost),
     }
     return ReportData(source=source, runs=runs, lost_all=lost_all, steps_all=steps_all,
                       trials=[TrialsReport(row) for row in _rows(analysis.trials)], tables=tables)

@@ -184,8 +184,8 @@ def _run_name(s: dict[str, Any]) -> Markup:
 
 
 def extra_tables(data: ReportData) -> list[dict[str, Any]]:
-    """Exactly-once and consumer-group figures, for the runs that have them (none: no table)."""
-    tables = []
+    """Exactly-once, consumer-group and security-cost figures, for the runs that have them (none: no table)."""
+    tables: list[dict[str, Any]] = []
     txn = [r.summary for r in data.runs if r.summary.get("txn_committed") is not None]
     if txn:
         tables.append({"title": "Exactly-once", "headers": (
@@ -219,7 +219,25 @@ def extra_tables(data: ReportData) -> list[dict[str, Any]]:
                      "after a higher one within one assignment.",
             "rows": [_group_row(by_run[key[0]], g, lag.get(key, (0, 0.0)), moves.get(key, []))
                      for key, g in sorted(groups.items()) if key[0] in by_run]})
+    cost = data.tables.get("security-cost", [])
+    if len({row["security"] for row in cost}) > 1:
+        tables.append({"title": "What security costs", "headers": (
+            "scenario", "profile", "runs", "acked/s", "vs plaintext", "p50 ms", "vs plaintext", "p99 ms",
+            "vs plaintext", "broker CPU ms per 1,000 msgs", "vs plaintext"),
+            "about": "Each client security profile against plaintext on the same sweep point (the same load, the same "
+                     "cluster, only client.security differs); the median of each profile's valid runs. Ratios: a "
+                     "profile's figure over plaintext's, so acked/s below 1 and latency or CPU above 1 is what the "
+                     "profile costs. Latency over the measured phase; broker CPU: what every broker process used "
+                     "during the whole load (brokers on this machine only) per 1,000 acknowledged messages.",
+            "rows": [(row["scenario"], row["security"], _num(row["runs"]), _num(row["throughput_msgs_s"]),
+                      _ratio(row["throughput_ratio"]), _num(row["latency_p50_ms"], 1), _ratio(row["p50_ratio"]),
+                      _num(row["latency_p99_ms"], 1), _ratio(row["p99_ratio"]), _num(row["broker_cpu_ms_per_1k"], 1),
+                      _ratio(row["cpu_ratio"])) for row in cost]})
     return tables
+
+
+def _ratio(value: float | None) -> str:
+    return "–" if value is None else f"{value:.2f}×"
 
 
 def _group_row(s: dict[str, Any], g: dict[str, Any], lag: tuple[int, float], moves: list[dict[str, Any]]) -> tuple:

@@ -145,8 +145,9 @@ def test_trials_repeat_every_run_with_its_number_and_seed(tmp_path, monkeypatch)
     calls = []
 
     def execute(scenario, inventory, inventory_path, runner, results_root, quick, ledger_enabled, seed, progress, trial,
-                conn):
+                conn, sweep):
         assert conn.security == "plaintext"
+        assert sweep == ("two", {"workload.partitions": int(scenario.name[-1]) + 1}), "each run knows its point"
         calls.append((scenario.name, scenario.trials, trial, seed))
         fields = {name: None for name in records.RunSummary.model_fields}
         return records.RunSummary.model_construct(**{

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+import os
 import socket
 import threading
 from types import SimpleNamespace as NS
@@ -145,3 +147,22 @@ def test_a_cluster_given_by_bootstrap_is_described_by_its_brokers(features, mode
     assert not cluster.every_node_up(inv, describe_fn=lambda inv_, conn: cluster.describe(
         inv_, conn=conn, admin_factory=lambda _: FakeAdmin([0, 1, 2], {}), port_probe=lambda h, p: True,
         zk_probe=lambda h, p: None)), "no process of it can be seen: never taken for up"
+
+
+def test_broker_cpu_is_what_the_same_processes_used_between_two_readings(tmp_path):
+    before = {"broker0": (100, 5.0), "broker1": (101, 7.5)}
+    assert cluster.cpu_used(before, {"broker0": (100, 6.25), "broker1": (101, 9.5)}) == 3.25
+    assert cluster.cpu_used(before, {"broker0": (100, 6.0), "broker1": (202, 1.0)}) is None, "broker1 was restarted"
+    assert cluster.cpu_used(None, before) is None and cluster.cpu_used(before, None) is None
+
+
+def test_broker_cpu_is_read_from_this_machines_processes_only(tmp_path):
+    """Through each broker's control script (`pid`) and /proc; a broker elsewhere: nothing."""
+    ctl = tmp_path / "kafka-service"
+    ctl.write_text(f"#!/bin/sh\n[ \"$1\" = pid ] && echo {os.getpid()}\n")
+    ctl.chmod(0o755)
+    here = inventory.ClusterInventory(tmp_path, (inventory.Broker("broker0", 0, "127.0.0.1", 9092, str(tmp_path)),), ())
+    [(name, (pid, cpu))] = cluster.local_cpu(here).items()
+    assert (name, pid) == ("broker0", os.getpid()) and cpu > 0
+    elsewhere = dataclasses.replace(here, brokers=(inventory.Broker("broker0", 0, "10.213.0.11", 9092, str(tmp_path)),))
+    assert cluster.local_cpu(elsewhere) is None
