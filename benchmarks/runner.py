@@ -210,7 +210,8 @@ def execute(scenario: Scenario, inventory: ClusterInventory, inventory_path: Pat
     `sweep`: the scenario this run is a point of, and the point (scenario.Run.sweep)."""
     if not 1 <= trial <= scenario.trials:
         raise ValueError(f"trial {trial} is not one of the scenario's 1 to {scenario.trials}")
-    if inventory.given is not None and (hostless := hostless_errors(scenario, "scenario.", "this cluster is known only by its bootstrap address")):
+    hostless = hostless_errors(scenario, "scenario.", "this cluster is known only by its bootstrap address")
+    if inventory.given is not None and hostless:
         raise ValueError("; ".join(hostless))
     conn = conn or inventory.connection(scenario.client.security)
     run_id = f"{time.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:6]}"
