@@ -80,7 +80,7 @@ def frames(spark):
                                    False, 2, 100,
                                    "broker-kill (leader of 0) at 3 s",
                                    [{"kind": "broker-kill", "target": "leader of 0", "at_s": 3.0, "heal_at_s": None}],
-                                   ns(0), ns(1), 10.0, ns(10), True, [], 1, False, None)], schemas.RUNS)
+                                   ns(0), ns(1), 10.0, ns(10), True, [], 1, False, None, 0.9, None, [])], schemas.RUNS)
     events = spark.createDataFrame([
         (RUN, ns(0), "run-start", None, None, None, None, None, None, None, None, None, None, None),
         (RUN, ns(3.9), "fault-intent", "f1", "broker-kill", 1, "leader of 0", None, None, None, None, None, None, None),

@@ -200,6 +200,8 @@ def test_summary_row(analysis):
     assert row.causes == {"NOT_ENOUGH_REPLICAS": 1}
     assert row.throughput_msgs_s == pytest.approx(11 / 9)
     assert row.e2e_p99_ms == pytest.approx(1600)
+    # 0.9 s of broker CPU for 13 acknowledged messages; no sweep
+    assert (row.broker_cpu_s, row.broker_cpu_ms_per_1k, row.sweep_of, row.sweep_point) == (0.9, 69230.769, None, [])
 
 
 def test_missing_and_mistyped_columns_are_named(spark):
