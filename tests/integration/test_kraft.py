@@ -254,7 +254,7 @@ def test_a_cluster_given_only_by_its_bootstrap_runs_load_and_report_and_refuses_
     before = sorted(results.iterdir())
     proc = run_cli("run", str(kill), "--bootstrap", "127.0.0.1:9093", "--results", str(results))
     assert proc.returncode == ExitCode.INVALID_INPUT, proc.stdout + proc.stderr
-    said = " ".join(proc.stdout.split())
+    said = " ".join(proc.stderr.split())
     assert "kill.yml: scenario.faults[0].kind: broker-kill needs an inventory naming the cluster's hosts" in said, said
     assert sorted(results.iterdir()) == before, "nothing started"
 
