@@ -282,7 +282,7 @@ def every_node_up(inventory: ClusterInventory, conn: Connection | None = None,
     not answer, a node has a problem, or a node's process cannot be seen from here (a remote host)."""
     try:
         status = (describe_fn or describe)(inventory, conn=conn)
-    except ClusterUnreachable:
+    except Exception:  # whatever kept the cluster from being described, it is not known to be up
         return False
     return status.processes_seen and not status.node_problems()
 
