@@ -119,7 +119,7 @@ test: install test-deps
 
 ## Everything `make test` runs and the long checks besides (marked `long`): the ZooKeeper -> KRaft
 ## migration and its rollback, the 3.9 -> 4.3 upgrade and the throttled reassignment, the broker
-## replaced by a new id, the KRaft rolling restart, the unclean-election, acks=1-below-min-ISR and
+## replaced by a new id, the KRaft rolling restart and unclean election with ELR on, the unclean-election, acks=1-below-min-ISR and
 ## refused-write (seed 004) runs on ZooKeeper, the perf loops, the lab's ZooKeeper ensemble and
 ## rolling restart, the KRaft lab. About 2 hours here.
 test-full: install test-deps

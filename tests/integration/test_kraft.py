@@ -203,6 +203,7 @@ def test_a_nemesis_of_ten_leader_kills_heals_each_loses_nothing_and_measures_eac
 # controllers, so the new leader may come after the load; never an eligible replica) runs with the
 # durability suite on KRaft (`kafka-bench run durability -i inventories/local-kraft`), and without
 # ELR in tests/integration/test_runner.py: the harness's sight of an acks=1 loss is proven there.
+@pytest.mark.long  # 3-4 min; `make test` proves the harness sees loss with the acks=1 control (test_runner.py)
 @pytest.mark.parametrize(("control", "seed", "origins"), [("11-negative-unclean-election", 5, {"unclean"})])
 def test_negative_controls_still_lose_writes_with_elr_on(kraft, runner, tmp_path, spark, control, seed, origins):
     """Eligible Leader Replicas (on, finalized by the run itself from off) must not blind the
