@@ -257,7 +257,7 @@ def discover(conn: Connection, timeout: float = 10.0,
     except KafkaException as exc:
         raise ClusterUnreachable(f"no broker of {conn.bootstrap} answered ({conn.security}): {exc}") from exc
     try:
-        finalized = (features or _finalized)(conn)
+        finalized = (features or finalized_features)(conn)
     except (kafka_protocol.ProtocolError, OSError) as exc:
         raise ClusterUnreachable(f"no broker of {conn.bootstrap} told its feature levels: {exc}") from exc
     level = finalized.get("metadata.version")
@@ -269,8 +269,9 @@ def discover(conn: Connection, timeout: float = 10.0,
                             security=conn.security, given=conn)
 
 
-def _finalized(conn: Connection) -> dict[str, int]:
-    """The feature levels the first answering broker reports as finalized."""
+def finalized_features(conn: Connection) -> dict[str, int]:
+    """The feature levels the first answering broker reports as finalized (ProtocolError, OSError
+    when none answers)."""
     with kafka_protocol.first_answering(conn.bootstrap.split(","), settings=dict(conn.properties)) as wire:
         wire.api_versions()
         return dict(wire.features)

@@ -145,9 +145,8 @@ def _cluster_identity(inventory: ClusterInventory, conn: Connection) -> dict[str
     eligible.leader.replicas.version, transaction.version, group.version, ...)."""
     features: dict[str, Any] = {}
     try:
-        with kafka_protocol.first_answering(conn.bootstrap.split(","), settings=dict(conn.properties)) as wire:
-            wire.api_versions()
-            features = {name: kafka_protocol.feature_level_name(name, level) for name, level in sorted(wire.features.items())}
+        features = {name: kafka_protocol.feature_level_name(name, level)
+                    for name, level in sorted(cluster.finalized_features(conn).items())}
     except (kafka_protocol.ProtocolError, OSError) as exc:
         features = {"error": str(exc)}
     return {"metadata_mode": inventory.metadata_mode, "kafka_version": inventory.kafka_version,

@@ -89,12 +89,13 @@ def summary_table(summaries: list[runner_lib.RunSummary], skipped: list[scenario
 def _connections(inv: inventory_lib.ClusterInventory, scenarios: list[scenario_lib.Scenario],
                  ) -> dict[str | None, connection_lib.Connection]:
     """The connection of every client profile the scenarios ask for, each tried once (it connects and
-    authenticates) before anything runs; bad settings exit with the reason and nothing started."""
+    authenticates) before anything runs; bad settings exit with the reason and nothing started. The
+    connection of a cluster given by --bootstrap was tried before it was read (_given_cluster)."""
     conns: dict[str | None, connection_lib.Connection] = {}
     try:
         for security in dict.fromkeys(s.client.security for s in scenarios):
             conns[security] = inv.connection(security)
-        for conn in set(conns.values()):
+        for conn in set(conns.values()) - {inv.given}:
             connection_lib.preflight(conn)
     except connection_lib.ConnectionSettingsError as exc:
         console.print(f"[red]error:[/] {exc}")
