@@ -9,6 +9,7 @@ import dataclasses
 import ipaddress
 import os
 import socket
+import ssl
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
@@ -17,7 +18,7 @@ from typing import Any
 
 from benchmarks import kafka_protocol
 from benchmarks.connection import Connection
-from benchmarks.inventory import Broker, ClusterInventory
+from benchmarks.inventory import Broker, ClusterInventory, ZooKeeperServer
 
 
 class ClusterUnreachable(RuntimeError):
@@ -169,15 +170,25 @@ class ClusterStatus:
         }
 
 
-def zookeeper_mode(host: str, port: int, timeout: float = 2.0) -> str | None:
-    """The server's mode from the `srvr` four-letter word, None when it does not answer."""
+def zookeeper_mode(server: ZooKeeperServer, timeout: float = 2.0) -> str | None:
+    """The server's mode from the `srvr` four-letter word, None when it does not answer. Over
+    TLS (trusting the cluster CA) when its client port speaks TLS; the server closes the
+    connection once it has answered."""
+    chunks: list[bytes] = []
     try:
-        with socket.create_connection((host, port), timeout=timeout) as sock:
+        with socket.create_connection((server.host, server.port), timeout=timeout) as raw:
+            sock = (ssl.create_default_context(cafile=server.tls_ca).wrap_socket(raw, server_hostname=server.host)
+                    if server.tls_ca else raw)
             sock.sendall(b"srvr")
-            sock.shutdown(socket.SHUT_WR)
-            data = b"".join(iter(lambda: sock.recv(4096), b""))
+            if not server.tls_ca:
+                sock.shutdown(socket.SHUT_WR)
+            while data := sock.recv(4096):
+                chunks.append(data)
+    except ssl.SSLEOFError:  # closed without close_notify, after the answer
+        pass
     except OSError:
         return None
+    data = b"".join(chunks)
     for line in data.decode("utf-8", "replace").splitlines():
         if line.startswith("Mode: "):
             return line.split(": ", 1)[1].strip()
@@ -307,7 +318,7 @@ def silent_logger(name: str = "kafka_bench.librdkafka"):
 
 def describe(inventory: ClusterInventory, timeout: float = 10.0, include_internal: bool = False,
              admin_factory: Callable[[Connection], Any] = admin_client,
-             zk_probe: Callable[[str, int], str | None] = zookeeper_mode, services: bool = True,
+             zk_probe: Callable[[ZooKeeperServer], str | None] = zookeeper_mode, services: bool = True,
              port_probe: Callable[[str, int], bool] = port_open,
              process_probe: Callable[[str, str], str | None] = local_process_state,
              conn: Connection | None = None) -> ClusterStatus:
@@ -337,7 +348,7 @@ def describe(inventory: ClusterInventory, timeout: float = 10.0, include_interna
         for p in topic.partitions.values():
             partitions.append(PartitionState(topic.topic, p.id, p.leader if p.leader >= 0 else None,
                                              tuple(p.replicas), tuple(p.isrs)))
-    zookeepers = tuple(ZooKeeperState(z.name, f"{z.host}:{z.port}", zk_probe(z.host, z.port),
+    zookeepers = tuple(ZooKeeperState(z.name, f"{z.host}:{z.port}", zk_probe(z),
                                       process_probe(z.host, z.ctl) if services else None) for z in inventory.zookeepers)
     controller = metadata.controller_id if metadata.controller_id >= 0 else None
     quorum = None

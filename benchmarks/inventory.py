@@ -53,6 +53,8 @@ class ZooKeeperServer:
     host: str
     port: int
     conf_dir: str
+    # The cluster CA (PEM, on this machine) when the client port speaks TLS (zookeeper_tls_enabled).
+    tls_ca: str | None = None
 
     @property
     def ctl(self) -> str:
@@ -237,9 +239,11 @@ def load(path: Path | str, kafka_group: str = "kafka", zookeeper_group: str = "z
     zookeepers = []
     for name in groups.get(zookeeper_group, []):
         get = resolver(name)
+        tls = str(get("zookeeper_tls_enabled", False)).lower() in ("true", "yes", "1")
         zookeepers.append(ZooKeeperServer(name, str(get("zookeeper_host", get("ansible_host", name))),
                                           int(get("zookeeper_client_port", 2181)),
-                                          str(get("zookeeper_conf_dir", "/etc/zookeeper"))))
+                                          str(get("zookeeper_conf_dir", "/etc/zookeeper")),
+                                          f"{get('zookeeper_tls_ca_dir')}/ca.pem" if tls else None))
     first = resolver(kafka_hosts[0])
     version = str(first("kafka_version", DEFAULT_KAFKA_VERSION))
     mode = str(first("kafka_metadata_mode", default_metadata_mode(version)))

@@ -1,16 +1,21 @@
-"""A secured KRaft cluster from nothing (inventories/local-secure: every listener SASL_SSL, SCRAM-SHA-512
-for clients and brokers, TLS from a CA the role creates, authorization on): a run through sasl_ssl
-accounts for every message, bad client settings are refused before anything starts, a second deploy
-changes nothing, and no secret is in any artifact.
+"""Secured clusters from nothing, in both metadata modes: inventories/local-secure (KRaft) and
+local-secure-zk (ZooKeeper mode, ZooKeeper itself on TLS with SASL logins and the brokers' znodes
+locked to theirs). Every listener SASL_SSL, SCRAM-SHA-512 for clients and brokers, TLS from a CA the
+roles create, authorization on: a run through sasl_ssl accounts for every message, bad client
+settings are refused before anything starts, a second deploy changes nothing, and no secret is in
+any artifact.
 
-The module deploys its cluster and tears it down at its end (the other modules use the same ports).
+Each cluster is deployed in turn and torn down after its tests (they share the same ports).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
+import re
 import stat
+import subprocess
 import sys
 from pathlib import Path
 
@@ -19,6 +24,7 @@ from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient
 from cryptography.hazmat.primitives import serialization
 
+from benchmarks import cluster as cluster_mod
 from benchmarks import inventory, paths
 from benchmarks.exit_codes import ExitCode
 from tests.conftest import ROOT, assert_ok, listening_ports, run_cli
@@ -28,32 +34,52 @@ from ansible_collections.kafka_bench.cluster.plugins.modules import tls_identity
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
 
-SECURE = paths.INVENTORIES / "local-secure"
-STATE = ROOT / ".state" / "local-secure"
-PORTS = {9092, 9093, 9094, 9192, 9193, 9194}
-SCENARIO = ROOT / "benchmarks" / "suites" / "kraft" / "03-leader-kill.yml"
+PORTS = {2181, 9092, 9093, 9094, 9192, 9193, 9194}
 
 
-@pytest.fixture(scope="module")
-def secure(runner):
+@dataclasses.dataclass(frozen=True)
+class Secured:
+    """One secured inventory: where its state lives and the leader-kill scenario of its mode."""
+
+    name: str
+    scenario: Path
+
+    @property
+    def path(self) -> Path:
+        return paths.INVENTORIES / self.name
+
+    @property
+    def state(self) -> Path:
+        return ROOT / ".state" / self.name
+
+
+KRAFT = Secured("local-secure", ROOT / "benchmarks" / "suites" / "kraft" / "03-leader-kill.yml")
+ZOOKEEPER = Secured("local-secure-zk", ROOT / "benchmarks" / "suites" / "durability" / "01-leader-kill-acks-all.yml")
+
+
+@pytest.fixture(scope="module", params=[KRAFT, ZOOKEEPER], ids=["kraft", "zookeeper"])
+def secure(request, runner):
     """The secured cluster deployed from nothing: no CA, no secrets, no client settings left over."""
-    assert_ok(runner.run("teardown.yml", SECURE))
+    cluster: Secured = request.param
+    assert_ok(runner.run("teardown.yml", cluster.path))
     for leftover in ("ca", "secrets", "clients"):
-        for path in sorted((STATE / leftover).rglob("*"), reverse=True) if (STATE / leftover).exists() else []:
+        root = cluster.state / leftover
+        for path in sorted(root.rglob("*"), reverse=True) if root.exists() else []:
             path.rmdir() if path.is_dir() else path.unlink()
-        if (STATE / leftover).exists():
-            (STATE / leftover).rmdir()
+        if root.exists():
+            root.rmdir()
     assert not PORTS & listening_ports(), "a cluster still holds the ports: tear it down first"
-    result = assert_ok(runner.run("site.yml", SECURE))
-    yield inventory.load(SECURE), result
-    runner.run("teardown.yml", SECURE)
+    result = assert_ok(runner.run("site.yml", cluster.path))
+    yield cluster, inventory.load(cluster.path), result
+    runner.run("teardown.yml", cluster.path)
 
 
 @pytest.fixture(scope="module")
 def secure_run(secure, tmp_path_factory) -> Path:
     """A leader-kill run (acks=all, RF 3, min ISR 2) whose every client goes through SASL_SSL."""
+    cluster, _, _ = secure
     results = tmp_path_factory.mktemp("secure-results")
-    done = run_cli("run", str(SCENARIO), "-i", str(SECURE), "--quick", "--seed", "3", "--results", str(results))
+    done = run_cli("run", str(cluster.scenario), "-i", str(cluster.path), "--quick", "--seed", "3", "--results", str(results))
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     return results
 
@@ -62,28 +88,63 @@ def _mode(path: Path) -> str:
     return oct(stat.S_IMODE(path.stat().st_mode))
 
 
+def _properties(path: Path) -> dict[str, str]:
+    return dict(line.split("=", 1) for line in path.read_text().splitlines() if "=" in line and not line.startswith("#"))
+
+
 def test_every_listener_is_secured_and_a_second_deploy_changes_nothing(secure, runner):
-    inv, _ = secure
+    cluster, inv, _ = secure
+    state = cluster.state
     assert inv.security == "sasl_ssl"
-    props = dict(line.split("=", 1) for line in (STATE / "broker1" / "config" / "server.properties").read_text()
-                 .splitlines() if "=" in line and not line.startswith("#"))
-    assert props["listener.security.protocol.map"] == "SASL_SSL:SASL_SSL,CONTROLLER:SASL_SSL"
+    props = _properties(state / "broker1" / "config" / "server.properties")
     assert props["sasl.mechanism.inter.broker.protocol"] == "SCRAM-SHA-512"
-    assert props["sasl.mechanism.controller.protocol"] == "PLAIN"
-    assert props["authorizer.class.name"] == "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
     assert props["allow.everyone.if.no.acl.found"] == "false"
     assert props["ssl.keystore.type"] == "PKCS12"
+    if inv.metadata_mode == "kraft":
+        assert props["listener.security.protocol.map"] == "SASL_SSL:SASL_SSL,CONTROLLER:SASL_SSL"
+        assert props["sasl.mechanism.controller.protocol"] == "PLAIN"
+        assert props["authorizer.class.name"] == "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
+    else:
+        assert props["listener.security.protocol.map"] == "SASL_SSL:SASL_SSL"
+        assert props["authorizer.class.name"] == "kafka.security.authorizer.AclAuthorizer"
+        assert props["zookeeper.ssl.client.enable"] == "true" and props["zookeeper.set.acl"] == "true"
     # Secrets: readable by their owner (and the service's group) only.
-    assert _mode(STATE / "broker1" / "config" / "server.properties") == "0o640"
-    assert _mode(STATE / "broker1" / "config" / "tls") == "0o750"
-    assert _mode(STATE / "broker1" / "config" / "tls" / "keystore.p12") == "0o640"
-    assert _mode(STATE / "clients" / "sasl_ssl.properties") == "0o600"
-    assert _mode(STATE / "ca" / "ca.key") == "0o600"
+    assert _mode(state / "broker1" / "config" / "server.properties") == "0o640"
+    assert _mode(state / "broker1" / "config" / "tls") == "0o750"
+    assert _mode(state / "broker1" / "config" / "tls" / "keystore.p12") == "0o640"
+    assert _mode(state / "clients" / "sasl_ssl.properties") == "0o600"
+    assert _mode(state / "ca" / "ca.key") == "0o600"
     # Nothing answers in plaintext.
     with pytest.raises(KafkaException):
         AdminClient({"bootstrap.servers": inv.bootstrap_servers, "socket.timeout.ms": 3000}).list_topics(timeout=5)
-    second = assert_ok(runner.run("site.yml", SECURE))
+    second = assert_ok(runner.run("site.yml", cluster.path))
     assert second.count("changed") == 0
+
+
+def test_zookeeper_speaks_tls_only_refuses_sessions_without_sasl_and_locks_the_brokers_znodes(secure):
+    cluster, inv, _ = secure
+    if inv.metadata_mode != "zookeeper":
+        pytest.skip("KRaft clusters have no ZooKeeper")
+    [zk] = inv.zookeepers
+    zoo_cfg = cluster.state / "zk0" / "config" / "zoo.cfg"
+    settings = _properties(zoo_cfg)
+    assert "clientPort" not in settings and settings["secureClientPort"] == "2181"
+    assert settings["enforce.auth.enabled"] == "true" and _mode(zoo_cfg) == "0o640"
+    assert _mode(cluster.state / "zk0" / "config" / "tls" / "jaas.conf") == "0o640"
+    # Four-letter words answer over TLS only, with a certificate from the cluster CA.
+    assert cluster_mod.zookeeper_mode(zk) == "standalone"
+    assert cluster_mod.zookeeper_mode(dataclasses.replace(zk, tls_ca=None)) is None
+    tool = cluster.state / "broker0" / "config" / "kafka-tool"
+    acl = subprocess.run([str(tool), "zookeeper-shell", "getAcl", "/brokers/ids"], capture_output=True, text=True, timeout=120)
+    assert "'sasl,'kafka" in acl.stdout and ": cdrwa" in acl.stdout, acl.stdout + acl.stderr
+    assert "'world,'anyone\n: r" in acl.stdout, "everyone may read, nobody else may write"
+    # The same tool without its SASL login: ZooKeeper closes the session.
+    anonymous = Path(cluster.state / "tool-without-login")
+    anonymous.write_text(re.sub(r"(?m)^ZK_JAAS=.*$", "ZK_JAAS=''", tool.read_text()))
+    refused = subprocess.run(["sh", str(anonymous), "zookeeper-shell", "ls", "/brokers/ids"], capture_output=True, text=True,
+                             timeout=120)
+    anonymous.unlink()
+    assert "client failed to authenticate" in refused.stdout + refused.stderr, refused.stdout + refused.stderr
 
 
 def test_a_run_through_sasl_ssl_accounts_for_every_message(secure_run):
@@ -99,7 +160,8 @@ def test_a_run_through_sasl_ssl_accounts_for_every_message(secure_run):
 
 
 def test_bad_client_settings_are_refused_before_anything_starts(secure, tmp_path):
-    good = (STATE / "clients" / "sasl_ssl.properties").read_text()
+    cluster, _, _ = secure
+    good = (cluster.state / "clients" / "sasl_ssl.properties").read_text()
     cases = {"wrong-password": (good.replace("sasl.password=", "sasl.password=wrong"), "Authentication failed"),
              "untrusted-ca": ("\n".join(line if not line.startswith("ssl.ca.location=")
                                         else f"ssl.ca.location={tmp_path / 'other-ca.pem'}" for line in good.splitlines()),
@@ -111,7 +173,7 @@ def test_bad_client_settings_are_refused_before_anything_starts(secure, tmp_path
     for name, (settings, reason) in cases.items():
         config, results = tmp_path / f"{name}.properties", tmp_path / f"results-{name}"
         config.write_text(settings)
-        done = run_cli("run", str(SCENARIO), "-i", str(SECURE), "--quick", "--client-config", str(config),
+        done = run_cli("run", str(cluster.scenario), "-i", str(cluster.path), "--quick", "--client-config", str(config),
                        "--results", str(results), timeout=300)
         assert done.returncode == ExitCode.INVALID_INPUT, (name, done.stdout[-2000:], done.stderr[-2000:])
         out = done.stdout + done.stderr
@@ -125,13 +187,16 @@ def _artifacts(*roots: Path) -> list[Path]:
 
 
 def test_no_secret_in_any_artifact(secure, secure_run, runner):
-    secrets = [p.read_text().strip() for p in (STATE / "secrets").iterdir()]
-    assert len(secrets) == 3 and all(len(s) >= 16 for s in secrets)
-    keys = [STATE / "ca" / "ca.key", *(STATE / "ca" / "hosts").glob("*/*.key")]
+    cluster, _, _ = secure
+    state = cluster.state
+    secrets = [p.read_text().strip() for p in (state / "secrets").iterdir()]
+    assert len(secrets) >= 3 and all(len(s) >= 16 for s in secrets)
+    keys = [state / "ca" / "ca.key", *(state / "ca" / "hosts").glob("*/*.key")]
     key_lines = [line for k in keys for line in k.read_text().splitlines()[1:-1]]
     needles = [s.encode() for s in secrets] + [b"PRIVATE KEY"] + [line.encode() for line in key_lines[:8]]
     found = []
-    for path in _artifacts(secure_run, Path(runner.artifact_root), *(STATE / f"broker{i}" / "logs" for i in range(3))):
+    logs = [state / host / "logs" for host in ("broker0", "broker1", "broker2", "zk0")]
+    for path in _artifacts(secure_run, Path(runner.artifact_root), *logs):
         data = path.read_bytes()
         found += [f"{path}: {n[:12]!r}..." for n in needles if n in data]
     assert not found, found

@@ -5,13 +5,20 @@ from __future__ import annotations
 import dataclasses
 import os
 import socket
+import ssl
+import sys
 import threading
 from types import SimpleNamespace as NS
 
 import pytest
+from cryptography.hazmat.primitives import serialization
 
 from benchmarks import cluster, inventory
-from tests.conftest import LOCAL_INVENTORY
+from benchmarks.inventory import ZooKeeperServer
+from tests.conftest import LOCAL_INVENTORY, ROOT
+
+sys.path.insert(0, str(ROOT / "collections"))
+from ansible_collections.kafka_bench.cluster.plugins.modules import tls_identity as tls
 
 
 class FakeAdmin:
@@ -33,7 +40,7 @@ class FakeAdmin:
 
 def describe(admin, zk_mode="standalone", closed_ports=(), processes=None):
     return cluster.describe(inventory.load(LOCAL_INVENTORY), admin_factory=lambda _: admin,
-                            zk_probe=lambda host, port: zk_mode, port_probe=lambda host, port: port not in closed_ports,
+                            zk_probe=lambda server: zk_mode, port_probe=lambda host, port: port not in closed_ports,
                             process_probe=lambda host, ctl: (processes or {}).get(ctl.split("/")[-3], "running"))
 
 
@@ -68,7 +75,7 @@ def test_every_node_up_needs_every_process_seen_running_and_no_node_problem():
     def up(admin, processes=None, seen=True):
         return cluster.every_node_up(inv, describe_fn=lambda inv_, conn: describe(admin, processes=processes)
                                      if seen else cluster.describe(inv_, admin_factory=lambda _: admin,
-                                                                   zk_probe=lambda h, p: "standalone",
+                                                                   zk_probe=lambda server: "standalone",
                                                                    port_probe=lambda h, p: True,
                                                                    process_probe=lambda h, c: None))
     assert up(catching_up)
@@ -108,24 +115,60 @@ def test_silent_zookeeper_makes_the_cluster_unhealthy():
     assert not status.healthy and status.problems() == ["ZooKeeper zk0 (127.0.0.1:2181) does not answer"]
 
 
-def test_zookeeper_mode_reads_srvr_from_a_real_socket():
-    server = socket.create_server(("127.0.0.1", 0))
-    port = server.getsockname()[1]
-
+def _answer_srvr(server: socket.socket, wrap=lambda conn: conn) -> threading.Thread:
     def answer():
-        conn, _ = server.accept()
-        with conn:
-            assert conn.recv(4) == b"srvr"
-            conn.sendall(b"Zookeeper version: 3.8.4\nMode: follower\nNode count: 5\n")
+        raw, _ = server.accept()
+        try:
+            with wrap(raw) as conn:
+                if conn.recv(4) == b"srvr":
+                    conn.sendall(b"Zookeeper version: 3.8.4\nMode: follower\nNode count: 5\n")
+        except OSError:  # a client that did not trust the certificate
+            raw.close()
 
     thread = threading.Thread(target=answer)
     thread.start()
+    return thread
+
+
+def test_zookeeper_mode_reads_srvr_from_a_real_socket():
+    server = socket.create_server(("127.0.0.1", 0))
+    zk = ZooKeeperServer("zk0", "127.0.0.1", server.getsockname()[1], "/etc/zookeeper")
+    thread = _answer_srvr(server)
     try:
-        assert cluster.zookeeper_mode("127.0.0.1", port) == "follower"
+        assert cluster.zookeeper_mode(zk) == "follower"
     finally:
         thread.join(5)
         server.close()
-    assert cluster.zookeeper_mode("127.0.0.1", port, timeout=0.5) is None
+    assert cluster.zookeeper_mode(zk, timeout=0.5) is None
+
+
+def test_zookeeper_mode_speaks_tls_to_a_tls_client_port_and_checks_its_certificate(tmp_path):
+    """A client port that speaks TLS (zookeeper_tls_enabled) is asked over TLS, trusting the
+    cluster CA only: a server whose certificate another CA signed has no known mode."""
+    def pem(cert):
+        return cert.public_bytes(serialization.Encoding.PEM)
+
+    ca_key, other_key, key = tls.new_key(), tls.new_key(), tls.new_key()
+    ca = tls.issue("cluster CA", ca_key, None, None, 30, ca=True)
+    (tmp_path / "ca.pem").write_bytes(pem(ca))
+    (tmp_path / "other.pem").write_bytes(pem(tls.issue("other CA", other_key, None, None, 30, ca=True)))
+    (tmp_path / "zk0.pem").write_bytes(pem(tls.issue("zk0", key, ca, ca_key, 30, sans=["127.0.0.1"])))
+    (tmp_path / "zk0.key").write_bytes(tls.key_pem(key))
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(tmp_path / "zk0.pem", tmp_path / "zk0.key")
+    server = socket.create_server(("127.0.0.1", 0))
+    port = server.getsockname()[1]
+    thread = _answer_srvr(server, lambda raw: context.wrap_socket(raw, server_side=True))
+    try:
+        zk = ZooKeeperServer("zk0", "127.0.0.1", port, "/etc/zookeeper", str(tmp_path / "ca.pem"))
+        assert cluster.zookeeper_mode(zk) == "follower"
+        thread.join(5)
+        thread = _answer_srvr(server, lambda raw: context.wrap_socket(raw, server_side=True))
+        untrusted = ZooKeeperServer("zk0", "127.0.0.1", port, "/etc/zookeeper", str(tmp_path / "other.pem"))
+        assert cluster.zookeeper_mode(untrusted) is None
+    finally:
+        thread.join(5)
+        server.close()
 
 
 @pytest.mark.parametrize(("features", "mode", "release"), [
@@ -146,7 +189,7 @@ def test_a_cluster_given_by_bootstrap_is_described_by_its_brokers(features, mode
         inv.connection("sasl_ssl")
     assert not cluster.every_node_up(inv, describe_fn=lambda inv_, conn: cluster.describe(
         inv_, conn=conn, admin_factory=lambda _: FakeAdmin([0, 1, 2], {}), port_probe=lambda h, p: True,
-        zk_probe=lambda h, p: None)), "no process of it can be seen: never taken for up"
+        zk_probe=lambda server: None)), "no process of it can be seen: never taken for up"
 
 
 def test_broker_cpu_is_what_the_same_processes_used_between_two_readings(tmp_path):

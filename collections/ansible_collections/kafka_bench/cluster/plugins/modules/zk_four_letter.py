@@ -30,6 +30,11 @@ options:
     description: Socket timeout in seconds.
     type: float
     default: 5
+  ca_file:
+    description:
+      - CA certificate (PEM) of a client port that speaks TLS; the server's certificate must be
+        signed by it and valid for O(host). Unset, the word goes in plain text.
+    type: path
 author: kafka-bench developers
 """
 
@@ -56,17 +61,26 @@ mode:
 
 import re
 import socket
+import ssl
 
 from ansible.module_utils.basic import AnsibleModule
 
 
-def ask(host, port, command, timeout):
+def ask(host, port, command, timeout, ca_file=None):
+    """The server's answer; it closes the connection once it has answered. Over TLS the write
+    side cannot be shut alone (that would end TLS), so the word is sent and the answer read
+    until the server closes."""
     chunks = []
-    with socket.create_connection((host, port), timeout=timeout) as sock:
+    with socket.create_connection((host, port), timeout=timeout) as raw:
+        sock = ssl.create_default_context(cafile=ca_file).wrap_socket(raw, server_hostname=host) if ca_file else raw
         sock.sendall(command.encode("ascii"))
-        sock.shutdown(socket.SHUT_WR)
+        if not ca_file:
+            sock.shutdown(socket.SHUT_WR)
         while True:
-            data = sock.recv(65536)
+            try:
+                data = sock.recv(65536)
+            except ssl.SSLEOFError:  # closed without close_notify, after the answer
+                break
             if not data:
                 break
             chunks.append(data)
@@ -80,6 +94,7 @@ def main():
             port=dict(type="int", default=2181),
             command=dict(type="str", default="srvr"),
             timeout=dict(type="float", default=5),
+            ca_file=dict(type="path"),
         ),
         supports_check_mode=True,
     )
@@ -87,7 +102,7 @@ def main():
     if not re.fullmatch(r"[a-z]{4}", params["command"]):
         module.fail_json(msg="zk_four_letter: command must be four lower-case letters, got %r" % params["command"])
     try:
-        output = ask(params["host"], params["port"], params["command"], params["timeout"])
+        output = ask(params["host"], params["port"], params["command"], params["timeout"], params["ca_file"])
     except OSError as exc:
         module.fail_json(msg="zk_four_letter: %s:%s did not answer %s: %s"
                              % (params["host"], params["port"], params["command"], exc), output="", mode="")
