@@ -44,7 +44,7 @@ def lab_cluster(lab, runner):
 
 
 def zookeeper_modes(inventory: inventory_lib.ClusterInventory) -> dict[str, str]:
-    return {z.name: cluster.zookeeper_mode(z.host, z.port) or "down" for z in inventory.zookeepers}
+    return {z.name: cluster.zookeeper_mode(z) or "down" for z in inventory.zookeepers}
 
 
 def test_lab_hosts_are_separate_hosts(lab):
