@@ -3,6 +3,10 @@ of a run without one.) A run whose cluster was still settling reads as the cost 
 settings: acks=all with seconds of p99 on a quiet cluster, say. So the phase is tested, and a
 run that fails is flagged in its verdict and in summary.csv, never "good":
 
+Latency here is what the phase itself saw: from the intended send to the ack, or to the first
+fault's injection for a message still unacknowledged then (its wait after that is the fault's,
+not the phase's: the sends in flight when a leader is killed wait out its election).
+
 - **trend**: the p99 latency (from the intended send) of the messages intended in the phase's
   first third is at most `TREND_FACTOR` times that of its last third, or within `TREND_FLOOR_MS`
   of it (a few milliseconds of jitter at low latency are no trend): a transient draining;
@@ -10,7 +14,10 @@ run that fails is flagged in its verdict and in summary.csv, never "good":
   path measured just before the load (`warm_p50_ms`, same topic, settings and keys), or within
   `LEVEL_FLOOR_MS` of it: a backlog that builds and drains inside the phase has no trend from
   end to end, but its p50 sits far above the warmed path's (on the local cluster: 1.8 s
-  against 5 ms). Not judged for unthrottled loads, which queue by design;
+  against 5 ms). Within `LEVEL_FLOOR_MS` of the warmed path is a level, not a backlog: the load
+  runs beside its consumers and the timeline sampler, which the warm-up does not (the leader
+  kill as measured on 2 cores: p50 82-90 ms in every third against 13 ms warmed). Not judged
+  for unthrottled loads, which queue by design;
 - **acked vs offered**: at least `ACKED_SHARE` of the messages intended in the phase were
   acknowledged (without a fault, an open-loop load that is not acknowledged is not steady).
 
@@ -27,7 +34,7 @@ from benchmarks.analysis.percentiles import percentiles
 TREND_FACTOR = 3.0
 TREND_FLOOR_MS = 50.0
 LEVEL_FACTOR = 5.0
-LEVEL_FLOOR_MS = 20.0
+LEVEL_FLOOR_MS = 250.0
 ACKED_SHARE = 0.99
 MIN_STEADY_S = 3.0
 
@@ -39,7 +46,8 @@ COLUMNS = ("run_id", "steady_s", "steady_acked_share", "steady_p99_first_ms", "s
 def steadiness(produce: DataFrame, bounds: DataFrame) -> DataFrame:
     """One row per run with COLUMNS. `bounds` as metrics.phase_bounds gives them."""
     end = F.coalesce(F.least(F.col("fault_start_ns"), F.col("load_end_ns")), F.col("load_end_ns"))
-    phase = bounds.select("run_id", F.col("measured_from_ns").alias("_from"), end.alias("_to"), "warm_p50_ms")
+    phase = bounds.select("run_id", F.col("measured_from_ns").alias("_from"), end.alias("_to"),
+                          F.col("fault_start_ns").alias("_fault_ns"), "warm_p50_ms")
     third = (F.col("_to") - F.col("_from")) / 3
     inside = (produce.join(F.broadcast(phase.drop("warm_p50_ms")), on="run_id", how="inner")
               .filter((F.col("intended_ns") >= F.col("_from")) & (F.col("intended_ns") < F.col("_to")))
@@ -47,7 +55,7 @@ def steadiness(produce: DataFrame, bounds: DataFrame) -> DataFrame:
     shares = inside.groupBy("run_id").agg(
         (F.sum(F.when(F.col("outcome") == "acked", 1).otherwise(0)) / F.count("*")).alias("steady_acked_share"))
     acked = (inside.filter(F.col("outcome") == "acked")
-             .withColumn("_lat", (F.col("ack_ns") - F.col("intended_ns")) / 1e6))
+             .withColumn("_lat", (F.least(F.col("ack_ns"), F.col("_fault_ns")) - F.col("intended_ns")) / 1e6))
     p99 = (percentiles(acked.filter(F.col("_third").isin(0, 2)), ["run_id", "_third"], "_lat", "lat").groupBy("run_id")
            .agg(F.max(F.when(F.col("_third") == 0, F.col("lat_p99_ms"))).alias("steady_p99_first_ms"),
                 F.max(F.when(F.col("_third") == 2, F.col("lat_p99_ms"))).alias("steady_p99_last_ms")))
@@ -57,7 +65,7 @@ def steadiness(produce: DataFrame, bounds: DataFrame) -> DataFrame:
     level, warm = F.col("steady_p50_ms"), F.col("warm_p50_ms")
     at_level = warm.isNull() | (level <= LEVEL_FACTOR * warm) | (level <= warm + LEVEL_FLOOR_MS)
     judged = F.col("steady_s") >= MIN_STEADY_S
-    return (phase.withColumn("steady_s", (F.col("_to") - F.col("_from")) / 1e9)
+    return (phase.drop("_fault_ns").withColumn("steady_s", (F.col("_to") - F.col("_from")) / 1e9)
             .join(shares, on="run_id", how="left").join(p99, on="run_id", how="left").join(p50, on="run_id", how="left")
             .withColumn("steady", F.when(judged, F.coalesce(no_trend & at_level & (F.col("steady_acked_share") >= ACKED_SHARE),
                                                             F.lit(False))))

@@ -81,3 +81,19 @@ def test_a_path_a_little_slower_than_the_warm_up_is_steady(spark):
     rows = [(i, 1 + i * 0.1, 1 + i * 0.1 + 0.0073) for i in range(90)]
     [row] = steadiness.steadiness(produced(spark, rows), bounds(spark, warm_p50_ms=5.6)).collect()
     assert row.steady is True
+
+
+def test_sends_in_flight_when_the_fault_struck_count_only_their_wait_before_it(spark):
+    """The leader kill as measured: sends intended in the 0.15 s before the kill waited out the
+    17 s election; the phase saw them wait at most until the kill."""
+    rows = [(i, 1 + i * 0.05, 1 + i * 0.05 + (17.0 if 1 + i * 0.05 >= 3.85 else 0.09)) for i in range(60)]
+    [row] = steadiness.steadiness(produced(spark, rows), bounds(spark, fault_start=4.0, warm_p50_ms=13.0)).collect()
+    assert row.steady is True and row.steady_s == pytest.approx(3.0)
+    assert row.steady_p99_last_ms <= 150.0 + 1e-6  # intended at 3.85 s at the earliest, censored at 4 s
+    assert row.steady_p50_ms == pytest.approx(90.0, rel=1e-2)  # 90 ms everywhere: a level, 7x the warm path's
+
+
+def test_a_level_far_above_the_warm_path_is_a_backlog(spark):
+    rows = [(i, 1 + i * 0.1, 1 + i * 0.1 + 0.4) for i in range(90)]
+    [row] = steadiness.steadiness(produced(spark, rows), bounds(spark, warm_p50_ms=13.0)).collect()
+    assert row.steady is False and row.steady_p50_ms == pytest.approx(400.0, rel=1e-2)
