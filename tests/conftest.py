@@ -73,6 +73,23 @@ def run_cli(*args: str, timeout: float = 900) -> subprocess.CompletedProcess:
     return subprocess.run([KAFKA_BENCH, *args], capture_output=True, text=True, timeout=timeout, cwd=ROOT)
 
 
+# The modules that use the session's local ZooKeeper cluster (`deployed_cluster`, deployed once).
+LOCAL_CLUSTER_MODULES = ("test_cluster_lifecycle.py", "test_runner.py")
+
+
+def pytest_collection_modifyitems(config, items):
+    """The local ZooKeeper cluster is deployed once: the modules that use it run one after the
+    other, and its teardown test (marked `teardown`) after all of them, before the modules of the
+    other clusters (they take the same ports). Every other test keeps its place."""
+    local = [item for item in items if item.path.name in LOCAL_CLUSTER_MODULES]
+    if not local:
+        return
+    first = items.index(local[0])
+    others = [item for item in items if item.path.name not in LOCAL_CLUSTER_MODULES]
+    teardown = [item for item in local if item.get_closest_marker("teardown")]
+    items[:] = others[:first] + [item for item in local if item not in teardown] + teardown + others[first:]
+
+
 @pytest.fixture(scope="session")
 def runner(tmp_path_factory) -> AnsibleRunner:
     return AnsibleRunner(artifact_root=tmp_path_factory.mktemp("ansible-runner"))

@@ -8,6 +8,7 @@ uses the same broker ports: each module deploys its cluster and tears it down at
 
 from __future__ import annotations
 
+import csv
 import json
 import os
 import re
@@ -150,8 +151,7 @@ def test_active_controller_kill_elects_another_and_the_timeline_shows_it(kraft, 
 
 def test_leader_kill_with_acks_all_loses_nothing_on_kraft(kraft, runner, results_by_mode, spark):
     """The durability suite's leader kill on KRaft, analysed: nothing acknowledged lost, a new
-    leader after the broker session timeout. Kept for the ZooKeeper-vs-KRaft comparison of
-    tests/integration/test_runner.py."""
+    leader after the broker session timeout. Kept for the ZooKeeper-vs-KRaft comparison below."""
     out = results_by_mode / "kraft"
     summary = runner_lib.execute(suite("03-leader-kill"), kraft, KRAFT_INVENTORY, runner, out, quick=True, seed=11)
     assert summary.acked > 1000 and summary.acked_lost == 0 and summary.lost == 0, summary.acked_lost_ids
@@ -163,6 +163,31 @@ def test_leader_kill_with_acks_all_loses_nothing_on_kraft(kraft, runner, results
     [run] = outputs.build(str(out)).data.runs
     assert (run.summary["metadata_mode"], run.summary["kafka_version"]) == ("kraft", "4.3.1")
     assert run.summary["lost"] == 0 and run.summary["new_leader_s"] is not None and run.summary["new_leader_s"] > 0
+
+
+def test_compare_puts_the_same_scenario_on_zookeeper_and_kraft_side_by_side(results_by_mode):
+    """`kafka-bench compare` on two real result directories (the leader kill on ZooKeeper, from
+    tests/integration/test_runner.py, and the same scenario on KRaft, above): every scenario
+    matched, every figure that of its directory's summary.csv."""
+    dirs = [results_by_mode / "zookeeper", results_by_mode / "kraft"]
+    if not all((d / "summary.csv").exists() for d in dirs):
+        pytest.skip("needs the ZooKeeper leader kill of tests/integration/test_runner.py in the same session "
+                    "(make test runs both)")
+    out = results_by_mode / "compare"
+    proc = run_cli("compare", *map(str, dirs), "--out", str(out))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    rows = list(csv.DictReader((out / "compare.csv").open()))
+    assert [r["scenario"] for r in rows] == ["leader-kill"]
+    [kraft_source] = list(csv.DictReader((dirs[1] / "summary.csv").open()))
+    elr = {"true": ", ELR on", "false": ", ELR off"}.get(kraft_source["eligible_leader_replicas"].lower(), "")
+    for label, directory in (("zookeeper 3.9.2", dirs[0]), (f"kraft 4.3.1{elr}", dirs[1])):
+        [source] = list(csv.DictReader((directory / "summary.csv").open()))
+        for column in ("new_leader_s", "unavailable_s", "lost", "latency_p99_ms"):
+            assert float(rows[0][f"{column} [{label}]"]) == pytest.approx(float(source[column])), (label, column)
+        assert rows[0][f"verdict [{label}]"] == source["verdict"]
+    html = (out / "compare.html").read_text()
+    assert "zookeeper 3.9.2" in html and f"kraft 4.3.1{elr}" in html and "<svg" in html
+    print("\n" + proc.stdout)
 
 
 def test_a_nemesis_of_ten_leader_kills_heals_each_loses_nothing_and_measures_each(kraft, runner, tmp_path, spark):
