@@ -33,13 +33,18 @@ def phase_bounds(runs: DataFrame, events: DataFrame) -> DataFrame:
         "load_end_ns", "warm_p50_ms")
 
 
+def steady_end() -> Column:
+    """When the steady phase ends, from the phase_bounds columns: at the first fault's injection,
+    or at the end of the load when there is none (or it came later; `least` skips a null)."""
+    return F.least(F.col("fault_start_ns"), F.col("load_end_ns"))
+
+
 def phase_windows(bounds: DataFrame) -> DataFrame:
     """(run_id, phase, start_ns, end_ns) for warmup, steady, fault, recovery and measured."""
     b = bounds
-    steady_end = F.coalesce(F.least(F.col("fault_start_ns"), F.col("load_end_ns")), F.col("load_end_ns"))
     rows = F.array(
         F.struct(F.lit("warmup").alias("phase"), b.load_start_ns.alias("start_ns"), b.measured_from_ns.alias("end_ns")),
-        F.struct(F.lit("steady").alias("phase"), b.measured_from_ns.alias("start_ns"), steady_end.alias("end_ns")),
+        F.struct(F.lit("steady").alias("phase"), b.measured_from_ns.alias("start_ns"), steady_end().alias("end_ns")),
         F.struct(F.lit("fault").alias("phase"), b.fault_start_ns.alias("start_ns"), b.fault_end_ns.alias("end_ns")),
         F.struct(F.lit("recovery").alias("phase"), b.fault_end_ns.alias("start_ns"), b.load_end_ns.alias("end_ns")),
         F.struct(F.lit("measured").alias("phase"), b.measured_from_ns.alias("start_ns"), b.load_end_ns.alias("end_ns")),

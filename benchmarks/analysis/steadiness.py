@@ -30,6 +30,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from benchmarks.analysis.percentiles import percentiles
+from benchmarks.analysis.phases import steady_end
 
 TREND_FACTOR = 3.0
 TREND_FLOOR_MS = 50.0
@@ -45,8 +46,7 @@ COLUMNS = ("run_id", "steady_s", "steady_acked_share", "steady_p99_first_ms", "s
 
 def steadiness(produce: DataFrame, bounds: DataFrame) -> DataFrame:
     """One row per run with COLUMNS. `bounds` as metrics.phase_bounds gives them."""
-    end = F.coalesce(F.least(F.col("fault_start_ns"), F.col("load_end_ns")), F.col("load_end_ns"))
-    phase = bounds.select("run_id", F.col("measured_from_ns").alias("_from"), end.alias("_to"),
+    phase = bounds.select("run_id", F.col("measured_from_ns").alias("_from"), steady_end().alias("_to"),
                           F.col("fault_start_ns").alias("_fault_ns"), "warm_p50_ms")
     third = (F.col("_to") - F.col("_from")) / 3
     inside = (produce.join(F.broadcast(phase.drop("warm_p50_ms")), on="run_id", how="inner")
