@@ -1,5 +1,9 @@
 """Benchmark runs on the real local cluster: ledger completeness, durability under a leader
-kill, and healing after the runner itself was killed mid-fault."""
+kill, and healing after the runner itself was killed mid-fault.
+
+They run on the session's local ZooKeeper cluster (`deployed_cluster`, deployed once); the
+teardown test of tests/integration/test_cluster_lifecycle.py runs after this module (conftest
+orders them)."""
 
 from __future__ import annotations
 
@@ -23,24 +27,17 @@ from tests.conftest import KAFKA_BENCH, LOCAL_INVENTORY, ROOT, run_cli, service_
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
 
 
-@pytest.fixture(scope="module")
-def cluster_up(deployed_cluster):
-    """The session's local ZooKeeper cluster: deployed once, torn down by the teardown test of
-    tests/integration/test_cluster_lifecycle.py after this module (conftest orders them)."""
-    return deployed_cluster
-
-
 def leader_kill(**workload) -> sc.Scenario:
     [run] = sc.load(ROOT / "benchmarks" / "suites" / "durability" / "01-leader-kill-acks-all.yml")
     return run.scenario.model_copy(update={"workload": run.scenario.workload.model_copy(update=workload)})
 
 
 @pytest.fixture(scope="module")
-def leader_kill_run(cluster_up, runner, results_by_mode) -> tuple[records.RunSummary, Path]:
+def leader_kill_run(deployed_cluster, runner, results_by_mode) -> tuple[records.RunSummary, Path]:
     """One leader-kill run (acks=all, RF 3, min ISR 2) the runner's and the analysis' tests share,
     in the directory the comparison with KRaft reads."""
     out = results_by_mode / "zookeeper"
-    return runner_lib.execute(leader_kill(), cluster_up, LOCAL_INVENTORY, runner, out, quick=True, seed=7), out
+    return runner_lib.execute(leader_kill(), deployed_cluster, LOCAL_INVENTORY, runner, out, quick=True, seed=7), out
 
 
 def test_leader_kill_with_acks_all_loses_no_acknowledged_write(leader_kill_run):
@@ -115,10 +112,10 @@ def test_analysis_of_a_real_run_agrees_with_the_runner(leader_kill_run, spark):
     assert report.html.exists() and "Who led what" in report.html.read_text()
 
 
-def test_negative_control_acks_1_with_lagging_followers_loses_acked_writes(cluster_up, runner, tmp_path, spark):
+def test_negative_control_acks_1_with_lagging_followers_loses_acked_writes(deployed_cluster, runner, tmp_path, spark):
     """If this control shows no loss, the harness is blind."""
     run, _elr_on = sc.load(ROOT / "benchmarks" / "suites" / "durability" / "10-negative-acks1-lagging-followers.yml")
-    summary = runner_lib.execute(run.scenario, cluster_up, LOCAL_INVENTORY, runner, tmp_path, quick=True, seed=3)
+    summary = runner_lib.execute(run.scenario, deployed_cluster, LOCAL_INVENTORY, runner, tmp_path, quick=True, seed=3)
     assert summary.acked > 1000
     assert summary.acked_lost > 0, "acks=1 with lagging followers and a killed leader lost nothing: the harness is blind"
     [analysed] = outputs.build(str(tmp_path)).data.runs
@@ -134,10 +131,10 @@ def test_negative_control_acks_1_with_lagging_followers_loses_acked_writes(clust
 
 
 @pytest.mark.long
-def test_negative_control_unclean_election_loses_acked_writes(cluster_up, runner, tmp_path, spark):
+def test_negative_control_unclean_election_loses_acked_writes(deployed_cluster, runner, tmp_path, spark):
     """acks=all does not help when a stale follower may be elected: if this loses nothing, the harness is blind."""
     run, _elr_on = sc.load(ROOT / "benchmarks" / "suites" / "durability" / "11-negative-unclean-election.yml")
-    summary = runner_lib.execute(run.scenario, cluster_up, LOCAL_INVENTORY, runner, tmp_path, quick=True, seed=5)
+    summary = runner_lib.execute(run.scenario, deployed_cluster, LOCAL_INVENTORY, runner, tmp_path, quick=True, seed=5)
     assert summary.valid, summary.invalid_reasons
     assert summary.acked_lost > 0, "unclean election after a long follower pause lost nothing: the harness is blind"
     [analysed] = outputs.build(str(tmp_path)).data.runs
@@ -146,7 +143,7 @@ def test_negative_control_unclean_election_loses_acked_writes(cluster_up, runner
 
 
 @pytest.mark.long
-def test_acks_1_below_min_isr_is_acknowledged_but_unreadable_until_the_isr_grows_back(cluster_up, runner, tmp_path,
+def test_acks_1_below_min_isr_is_acknowledged_but_unreadable_until_the_isr_grows_back(deployed_cluster, runner, tmp_path,
                                                                                      spark):
     """The kraft suite's acks1-below-min-isr on ZooKeeper 3.9.2: the follower stopped, acks=1
     writes keep being acknowledged while the leader holds the high watermark (the shrink moves
@@ -154,7 +151,7 @@ def test_acks_1_below_min_isr_is_acknowledged_but_unreadable_until_the_isr_grows
     reported). If the analysis sees no stalled high watermark here, it is blind to it."""
     [run] = [r for r in sc.load(ROOT / "benchmarks" / "suites" / "kraft" / "05-acks1-below-min-isr.yml")
              if r.scenario.workload.eligible_leader_replicas is False]
-    summary = runner_lib.execute(run.scenario, cluster_up, LOCAL_INVENTORY, runner, tmp_path, quick=True, seed=2)
+    summary = runner_lib.execute(run.scenario, deployed_cluster, LOCAL_INVENTORY, runner, tmp_path, quick=True, seed=2)
     assert summary.valid, summary.invalid_reasons
     assert summary.acked_lost == 0
     [analysed] = outputs.build(str(tmp_path)).data.runs
@@ -164,7 +161,7 @@ def test_acks_1_below_min_isr_is_acknowledged_but_unreadable_until_the_isr_grows
     assert "acknowledged while the high watermark stood still" in analysed.verdict
 
 
-def test_exactly_once_under_a_leader_kill_loses_no_commit_and_shows_no_aborted_write(cluster_up, runner, tmp_path):
+def test_exactly_once_under_a_leader_kill_loses_no_commit_and_shows_no_aborted_write(deployed_cluster, runner, tmp_path):
     """Transactional producers (librdkafka) and read_committed readers under a leader kill: every
     transaction has one fate in the ledger; the read_committed final read holds exactly the
     committed transactions' messages; the checker finds nothing lost, aborted-read or torn."""
@@ -174,7 +171,7 @@ def test_exactly_once_under_a_leader_kill_loses_no_commit_and_shows_no_aborted_w
         "workload": run.scenario.workload.model_copy(update={"duration_s": 30.0}),
         "faults": [sc.KINDS["broker-kill"].model_validate(
             {"kind": "broker-kill", "at_s": 5, "heal_at_s": 22, "target": {"leader_of": 0}})]})
-    summary = runner_lib.execute(scenario, cluster_up, LOCAL_INVENTORY, runner, tmp_path, quick=True, seed=11)
+    summary = runner_lib.execute(scenario, deployed_cluster, LOCAL_INVENTORY, runner, tmp_path, quick=True, seed=11)
     assert summary.valid, summary.invalid_reasons
     assert summary.transactions is not None and summary.transactions.client.startswith("librdkafka ")
     assert [f.kind for f in summary.faults] == ["broker-kill"]
@@ -195,7 +192,7 @@ def test_exactly_once_under_a_leader_kill_loses_no_commit_and_shows_no_aborted_w
     assert "no lost commit, aborted read or torn transaction" in analysed.verdict and analysed.severity != "bad"
 
 
-def test_a_member_leaving_its_group_is_a_rebalance_that_moves_its_partitions_and_skips_nothing(cluster_up, runner,
+def test_a_member_leaving_its_group_is_a_rebalance_that_moves_its_partitions_and_skips_nothing(deployed_cluster, runner,
                                                                                              tmp_path):
     """Seed 001's consumer failover, for real: three members share 13 partitions and one leaves;
     the group ledger records every assignment change, the analysis finds the rebalance under load
@@ -204,7 +201,7 @@ def test_a_member_leaving_its_group_is_a_rebalance_that_moves_its_partitions_and
     assert run.scenario is not None and [f.kind for f in run.scenario.faults] == ["broker-stop"]
     # The consumer failover without the seed's later broker stop (its restart and recovery are the
     # leader-kill tests' subject, not the group's).
-    summary = runner_lib.execute(run.scenario.model_copy(update={"faults": []}), cluster_up, LOCAL_INVENTORY, runner,
+    summary = runner_lib.execute(run.scenario.model_copy(update={"faults": []}), deployed_cluster, LOCAL_INVENTORY, runner,
                                  tmp_path, quick=True, seed=2)
     assert summary.valid, summary.invalid_reasons
     changes = ledger.read(tmp_path / os.path.basename(summary.run_dir) / "ledger" / "group", ledger.GROUP_SCHEMA)
@@ -223,14 +220,14 @@ def test_a_member_leaving_its_group_is_a_rebalance_that_moves_its_partitions_and
     assert "consumers lagged up to" in analysed.verdict and (tmp_path / "rebalances.csv").exists()
 
 
-def test_a_fault_that_fails_at_run_time_invalidates_its_run_with_the_reason(cluster_up, runner, tmp_path):
+def test_a_fault_that_fails_at_run_time_invalidates_its_run_with_the_reason(deployed_cluster, runner, tmp_path):
     """An RF 1 partition has no follower to pause: the injection fails during the run, and the
     run says so instead of reporting a valid run without its fault."""
     [run] = sc.parse({"scenario": {
         "name": "no-follower", "workload": {"replication_factor": 1, "rate": 500, "producers": 1, "warmup_s": 1,
                                             "duration_s": 4},
         "faults": [{"kind": "broker-pause", "at_s": 1, "target": {"follower_of": 0}}]}})
-    summary = runner_lib.execute(run.scenario, cluster_up, LOCAL_INVENTORY, runner, tmp_path, seed=1)
+    summary = runner_lib.execute(run.scenario, deployed_cluster, LOCAL_INVENTORY, runner, tmp_path, seed=1)
     assert not summary.valid
     assert summary.invalid_reasons == [f"faults[0] (broker-pause) inject failed: partition {summary.topic}-0 has no "
                                        "live follower to target"]
@@ -241,12 +238,12 @@ def test_a_fault_that_fails_at_run_time_invalidates_its_run_with_the_reason(clus
 
 
 @pytest.mark.long
-def test_a_refused_write_is_recorded_with_the_brokers_error_behind_its_timeout(cluster_up, runner, tmp_path, spark):
+def test_a_refused_write_is_recorded_with_the_brokers_error_behind_its_timeout(deployed_cluster, runner, tmp_path, spark):
     """Seed 004's point: with a replica down and min ISR 2, the brokers refuse acks=all writes with
     NOT_ENOUGH_REPLICAS; librdkafka retries until the delivery timeout and reports _MSG_TIMED_OUT.
     The ledger, the analysis and the verdict name the broker's refusal."""
     [run] = sc.load(ROOT / "benchmarks" / "suites" / "seeds" / "06-python-min-isr-2.yml")
-    summary = runner_lib.execute(run.scenario, cluster_up, LOCAL_INVENTORY, runner, tmp_path, quick=True, seed=5)
+    summary = runner_lib.execute(run.scenario, deployed_cluster, LOCAL_INVENTORY, runner, tmp_path, quick=True, seed=5)
     run_dir = tmp_path / os.path.basename(summary.run_dir)
     produced = ledger.read(run_dir / "ledger" / "produce", ledger.PRODUCE_SCHEMA)
     refused = produced.filter(pc.invert(pc.equal(produced.column("outcome"), "acked")))
@@ -259,7 +256,7 @@ def test_a_refused_write_is_recorded_with_the_brokers_error_behind_its_timeout(c
     assert {(e["error"], e["cause"]) for e in analysed.errors} >= {("_MSG_TIMED_OUT", "NOT_ENOUGH_REPLICAS")}
 
 
-def test_heal_after_the_runner_was_killed_during_a_fault(cluster_up, tmp_path):
+def test_heal_after_the_runner_was_killed_during_a_fault(deployed_cluster, tmp_path):
     scenario_file = tmp_path / "long-fault.yml"
     scenario_file.write_text(json.dumps({"scenario": {
         "name": "runner-killed", "workload": {"rate": 500, "producers": 1, "warmup_s": 1, "duration_s": 60},
@@ -284,7 +281,7 @@ def test_heal_after_the_runner_was_killed_during_a_fault(cluster_up, tmp_path):
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
-    inv = cluster_up
+    inv = deployed_cluster
     assert subprocess.run([inv.broker(1).ctl, "status"]).returncode == 3
     assert subprocess.run([inv.broker(2).ctl, "status"]).returncode == 4
 
@@ -298,7 +295,7 @@ def test_heal_after_the_runner_was_killed_during_a_fault(cluster_up, tmp_path):
 
 
 @pytest.mark.long
-def test_perf_benchmark_runs_the_generator_and_the_c_loop_on_the_same_schedule(cluster_up):
+def test_perf_benchmark_runs_the_generator_and_the_c_loop_on_the_same_schedule(deployed_cluster):
     """`make perf` in miniature: both loops at one rate, every scheduled message sent and
     acknowledged, send delays measured after the warm-up only; unthrottled, both report a rate."""
     from benchmarks import topics
@@ -306,17 +303,17 @@ def test_perf_benchmark_runs_the_generator_and_the_c_loop_on_the_same_schedule(c
     from benchmarks.perf import producer_throughput as perf
 
     props = perf.client_props()
-    topics.ensure_topic(cluster_up.connection(), perf.TOPIC, 3, 3)
+    topics.ensure_topic(deployed_cluster.connection(), perf.TOPIC, 3, 3)
     rate, seconds = 2_000, 2.0
-    generator = perf.generator(cluster_up, 2, seconds, 100, props, rate, True)
+    generator = perf.generator(deployed_cluster, 2, seconds, 100, props, rate, True)
     binary = native_loop.build()
-    c_loop = perf.native(binary, cluster_up, 2, seconds, 100, props, rate)
+    c_loop = perf.native(binary, deployed_cluster, 2, seconds, 100, props, rate)
     for got in (generator, c_loop):
         assert got["acked"] == rate * (perf.WARMUP_S + seconds)
         assert got["achieved_over_target"] == pytest.approx(1.0, abs=0.001)
         assert 0 <= got["send_delay_p50_ms"] <= got["send_delay_p99_ms"] <= got["send_delay_p999_ms"]
     assert c_loop["failed"] == 0 and c_loop["sent"] == c_loop["acked"]
-    flat_out = perf.native(binary, cluster_up, 2, 1.0, 100, props, None)
+    flat_out = perf.native(binary, deployed_cluster, 2, 1.0, 100, props, None)
     assert flat_out["acked"] > rate and flat_out["failed"] == 0 and "send_delay_p99_ms" not in flat_out
 
 
