@@ -32,6 +32,9 @@ class Broker:
     # The mount point of a filesystem that holds only this broker's data (kafka_bench_fault_disk_mount):
     # the disk-full fault fills it. None: the broker's data shares a disk the fault must not fill.
     data_disk: str | None = None
+    # The service's name (kafka_service_name; cp-ansible's kafka_broker_service_name): the systemd
+    # unit under systemd service control, the name its control script finds the process by otherwise.
+    service: str = "kafka"
 
     @property
     def bootstrap(self) -> str:
@@ -55,6 +58,7 @@ class ZooKeeperServer:
     conf_dir: str
     # The cluster CA (PEM, on this machine) when the client port speaks TLS (zookeeper_tls_enabled).
     tls_ca: str | None = None
+    service: str = "zookeeper"  # zookeeper_service_name
 
     @property
     def ctl(self) -> str:
@@ -71,6 +75,7 @@ class Controller:
     port: int  # the controller listener
     conf_dir: str
     combined: bool  # the same process is a broker too
+    service: str = "kafka"
 
     @property
     def endpoint(self) -> str:
@@ -216,41 +221,100 @@ def read(path: Path | str) -> tuple[dict[str, list[str]], Callable[[str], HostVa
     return manager.get_groups_dict(), resolver
 
 
-def load(path: Path | str, kafka_group: str = "kafka", zookeeper_group: str = "zookeeper",
+@dataclasses.dataclass(frozen=True)
+class Layout:
+    """How an inventory names the brokers' group and what its ids and ports default to: this
+    project's roles, or cp-ansible's (Confluent's playbooks), so an inventory written for either
+    works as it is."""
+
+    name: str
+    broker_group: str
+    broker_id_var: str
+    broker_id_base: int  # broker id = position in the group + base, unless the host pins it
+    controller_id_var: str
+    controller_id_base: int
+    # The services' names where the inventory does not set them, by the layout's variable names.
+    broker_service: tuple[str, str]
+    controller_service: tuple[str, str]
+    zookeeper_service: tuple[str, str]
+
+    def broker_port(self, get: HostVars) -> Any:
+        if self is CP_ANSIBLE:  # the listener clients use, by its key in kafka_broker_listeners
+            listeners = get("kafka_broker_listeners") or {}
+            listener = listeners.get(str(get("kafka_bench_listener", "internal")), {})
+            return listener.get("port", 9092)
+        return get("kafka_port", 9092)
+
+    def controller_port(self, get: HostVars) -> Any:
+        if self is CP_ANSIBLE:
+            return ((get("kafka_controller_listeners") or {}).get("controller") or {}).get("port", 9093)
+        return get("kafka_controller_port", 9093)
+
+    def host(self, get: HostVars, name: str) -> str:
+        if self is CP_ANSIBLE:
+            return str(get("hostname", get("ansible_host", name)))
+        return str(get("kafka_advertised_host", get("ansible_host", name)))
+
+
+KAFKA_BENCH = Layout("kafka-bench", "kafka", "kafka_broker_id", 0, "kafka_node_id", 9990,
+                     ("kafka_service_name", "kafka"), ("kafka_service_name", "kafka"),
+                     ("zookeeper_service_name", "zookeeper"))
+# cp-ansible's unit names (confluent-server unless confluent_server_enabled is false, then confluent-kafka).
+CP_ANSIBLE = Layout("cp-ansible", "kafka_broker", "broker_id", 1, "node_id", 9991,
+                    ("kafka_broker_service_name", "confluent-server"),
+                    ("kafka_controller_service_name", "confluent-kcontroller"),
+                    ("zookeeper_service_name", "confluent-zookeeper"))
+
+
+def layout_of(path: Path, groups: dict[str, list[str]]) -> Layout:
+    """This project's layout (group kafka), or cp-ansible's (group kafka_broker); not both."""
+    if groups.get("kafka") and groups.get("kafka_broker"):
+        raise InventoryError(f"{path}: both groups 'kafka' and 'kafka_broker' have hosts; name the brokers in one "
+                             "('kafka': this project's layout, 'kafka_broker': cp-ansible's)")
+    return CP_ANSIBLE if groups.get("kafka_broker") else KAFKA_BENCH
+
+
+def load(path: Path | str, zookeeper_group: str = "zookeeper",
          controller_group: str = "kafka_controller") -> ClusterInventory:
     path = Path(path)
     groups, resolver = read(path)
+    layout = layout_of(path, groups)
     brokers = []
-    kafka_hosts = groups.get(kafka_group, [])
+    kafka_hosts = groups.get(layout.broker_group, [])
     if not kafka_hosts:
-        raise InventoryError(f"{path}: group '{kafka_group}' has no hosts; a cluster needs at least one broker")
+        raise InventoryError(f"{path}: group 'kafka' (or cp-ansible's 'kafka_broker') has no hosts; a cluster needs "
+                             "at least one broker")
     for index, name in enumerate(kafka_hosts):
         get = resolver(name)
-        base = int(get("kafka_broker_id_base", 0))
+        base = int(get("kafka_broker_id_base", layout.broker_id_base))
         try:
-            broker_id = int(get("kafka_broker_id", index + base))
-            port = int(get("kafka_port", 9092))
-        except (TypeError, ValueError) as exc:
-            raise InventoryError(f"{path}: host {name}: kafka_broker_id and kafka_port must be integers ({exc})") from exc
-        host = str(get("kafka_advertised_host", get("ansible_host", name)))
+            broker_id = int(get(layout.broker_id_var, index + base))
+            port = int(layout.broker_port(get))
+        except (TypeError, ValueError, AttributeError) as exc:
+            raise InventoryError(f"{path}: host {name}: {layout.broker_id_var} and the listener port must be integers "
+                                 f"({exc})") from exc
         disk = get("kafka_bench_fault_disk_mount")
-        brokers.append(Broker(name, broker_id, host, port, str(get("kafka_conf_dir", "/etc/kafka")),
-                              str(disk) if disk else None))
+        brokers.append(Broker(name, broker_id, layout.host(get, name), port, str(get("kafka_conf_dir", "/etc/kafka")),
+                              str(disk) if disk else None, _service(get, layout.broker_service)))
     zookeepers = []
     for name in groups.get(zookeeper_group, []):
         get = resolver(name)
         tls = str(get("zookeeper_tls_enabled", False)).lower() in ("true", "yes", "1")
-        zookeepers.append(ZooKeeperServer(name, str(get("zookeeper_host", get("ansible_host", name))),
-                                          int(get("zookeeper_client_port", 2181)),
+        host = get("zookeeper_host", get("hostname", get("ansible_host", name)) if layout is CP_ANSIBLE
+                   else get("ansible_host", name))
+        zookeepers.append(ZooKeeperServer(name, str(host), int(get("zookeeper_client_port", 2181)),
                                           str(get("zookeeper_conf_dir", "/etc/zookeeper")),
-                                          f"{get('zookeeper_tls_ca_dir')}/ca.pem" if tls else None))
+                                          f"{get('zookeeper_tls_ca_dir')}/ca.pem" if tls else None,
+                                          _service(get, layout.zookeeper_service)))
     first = resolver(kafka_hosts[0])
     version = str(first("kafka_version", DEFAULT_KAFKA_VERSION))
-    mode = str(first("kafka_metadata_mode", default_metadata_mode(version)))
+    default_mode = (("kraft" if groups.get(controller_group) else "zookeeper") if layout is CP_ANSIBLE
+                    else default_metadata_mode(version))  # cp-ansible: KRaft when there are controllers
+    mode = str(first("kafka_metadata_mode", default_mode))
     if mode not in ("kraft", "zookeeper"):
         raise InventoryError(f"{path}: kafka_metadata_mode is {mode!r}; allowed: kraft, zookeeper")
     controllers = _controllers(path, groups.get(controller_group, []) if mode == "kraft" else [], resolver,
-                               {b.name: b for b in brokers})
+                               {b.name: b for b in brokers}, layout)
     if mode == "kraft" and not controllers:
         raise InventoryError(f"{path}: KRaft mode needs controllers: group '{controller_group}' has no hosts")
     waiting = tuple(name for name in groups.get(controller_group, []) if mode == "zookeeper"
@@ -261,18 +325,25 @@ def load(path: Path | str, kafka_group: str = "kafka", zookeeper_group: str = "z
     return ClusterInventory(path, tuple(brokers), tuple(zookeepers), controllers, mode, version, waiting, security)
 
 
+def _service(get: HostVars, named: tuple[str, str]) -> str:
+    """The node's service name: its layout's variable, else that layout's default."""
+    variable, default = named
+    return str(get(variable, default))
+
+
 def _controllers(path: Path, names: list[str], resolver: Callable[[str], HostVars],
-                 brokers: dict[str, Broker]) -> tuple[Controller, ...]:
+                 brokers: dict[str, Broker], layout: Layout = KAFKA_BENCH) -> tuple[Controller, ...]:
     out = []
     for index, name in enumerate(names):
         get = resolver(name)
         try:
             node_id = brokers[name].broker_id if name in brokers else int(
-                get("kafka_node_id", index + int(get("kafka_controller_id_base", 9990))))
-            port = int(get("kafka_controller_port", 9093))
-        except (TypeError, ValueError) as exc:
-            raise InventoryError(f"{path}: host {name}: kafka_node_id and kafka_controller_port must be integers "
-                                 f"({exc})") from exc
-        host = str(get("kafka_advertised_host", get("ansible_host", name)))
-        out.append(Controller(name, node_id, host, port, str(get("kafka_conf_dir", "/etc/kafka")), name in brokers))
+                get(layout.controller_id_var, index + int(get("kafka_controller_id_base", layout.controller_id_base))))
+            port = int(layout.controller_port(get))
+        except (TypeError, ValueError, AttributeError) as exc:
+            raise InventoryError(f"{path}: host {name}: {layout.controller_id_var} and the controller listener port "
+                                 f"must be integers ({exc})") from exc
+        service = brokers[name].service if name in brokers else _service(get, layout.controller_service)
+        out.append(Controller(name, node_id, layout.host(get, name), port, str(get("kafka_conf_dir", "/etc/kafka")),
+                              name in brokers, service))
     return tuple(out)

@@ -31,7 +31,7 @@ def test_missing_inventory_and_missing_group_are_named(tmp_path):
     with pytest.raises(inventory.InventoryError, match="does not exist"):
         inventory.load(tmp_path / "nope")
     (tmp_path / "hosts.yml").write_text("all:\n  children:\n    zookeeper:\n      hosts: {z: {}}\n")
-    with pytest.raises(inventory.InventoryError, match="group 'kafka' has no hosts"):
+    with pytest.raises(inventory.InventoryError, match=r"group 'kafka' \(or cp-ansible's 'kafka_broker'\) has no hosts"):
         inventory.load(tmp_path)
 
 
@@ -46,3 +46,32 @@ def test_the_migration_inventory_is_zookeeper_with_controllers_waiting_for_the_m
     assert [b.bootstrap for b in inv.brokers] == ["127.0.0.1:9092", "127.0.0.1:9093", "127.0.0.1:9094"]
     assert inv.controllers == () and inv.migration_controllers == ("ctl0", "ctl1", "ctl2")
     assert inventory.load(LOCAL_INVENTORY).migration_controllers == ()
+
+
+def test_a_cp_ansible_inventory_is_read_with_its_own_groups_ids_listeners_and_unit_names(tmp_path):
+    inv = inventory.load(ROOT / "inventories" / "example-cp-ansible")
+    assert inv.kraft, "cp-ansible runs KRaft when kafka_controller has hosts"
+    assert [(b.name, b.broker_id, b.port, b.service) for b in inv.brokers] == [
+        (f"kafka{i}.example.internal", i, 9092, "confluent-server") for i in (1, 2, 3)]
+    assert [(c.node_id, c.port, c.service, c.combined) for c in inv.controllers] == [
+        (9991, 9093, "confluent-kcontroller", False), (9992, 9093, "confluent-kcontroller", False),
+        (9993, 9093, "confluent-kcontroller", False)]
+    # Its defaults where the inventory says nothing: ids from position + 1, the internal listener,
+    # the hostname variable; ZooKeeper mode without controllers.
+    (tmp_path / "hosts.yml").write_text(
+        "all:\n  children:\n    zookeeper:\n      hosts: {zk1: {hostname: 10.0.0.9}}\n"
+        "    kafka_broker:\n      vars:\n        kafka_broker_listeners:\n"
+        "          internal: {name: INTERNAL, port: 19092}\n          broker: {name: BROKER, port: 9091}\n"
+        "      hosts:\n        a: {hostname: 10.0.0.5}\n        b: {ansible_host: 10.0.0.6}\n")
+    inv = inventory.load(tmp_path)
+    assert not inv.kraft
+    assert [(b.broker_id, b.bootstrap, b.service) for b in inv.brokers] == [
+        (1, "10.0.0.5:19092", "confluent-server"), (2, "10.0.0.6:19092", "confluent-server")]
+    assert [(z.host, z.port, z.service) for z in inv.zookeepers] == [("10.0.0.9", 2181, "confluent-zookeeper")]
+
+
+def test_brokers_in_both_layouts_groups_are_refused_naming_both(tmp_path):
+    (tmp_path / "hosts.yml").write_text(
+        "all:\n  children:\n    kafka:\n      hosts: {a: {}}\n    kafka_broker:\n      hosts: {b: {}}\n")
+    with pytest.raises(inventory.InventoryError, match="both groups 'kafka' and 'kafka_broker' have hosts"):
+        inventory.load(tmp_path)

@@ -187,14 +187,16 @@ def test_vagrant_topology_matches_its_inventories():
         assert seen == boxes, layout
 
 
-def test_every_inventory_uses_the_same_group_names():
+def test_every_inventory_uses_the_same_group_names_or_cp_ansibles():
     for path in sorted((ROOT / "inventories").glob("*/hosts.yml")):
         children = yaml.safe_load(path.read_text())["all"]["children"]
         groups = set(children)
         # ZooKeeper mode: zookeeper and kafka; KRaft: kafka and kafka_controller (combined nodes are in both);
         # a ZooKeeper cluster about to migrate to KRaft: all three, its controllers declared for the migration
         # (kafka_zookeeper_migration: true, read as Ansible resolves it: group_vars may be a file or a directory).
-        assert {"kafka"} <= groups <= {"zookeeper", "kafka", "kafka_controller", "loadgen"}, path
+        # Or cp-ansible's layout (inventories/*cp-ansible): its broker group is kafka_broker.
+        brokers = "kafka_broker" if "cp-ansible" in path.parent.name else "kafka"
+        assert {brokers} <= groups <= {"zookeeper", brokers, "kafka_controller", "loadgen"}, path
         if {"zookeeper", "kafka_controller"} <= groups:
             controllers = tuple(children["kafka_controller"]["hosts"])
             assert inventory_lib.load(path.parent).migration_controllers == controllers, path
