@@ -118,6 +118,9 @@ class ClusterInventory:
     # A cluster known only by its bootstrap address (run --bootstrap, cluster.discover): how
     # every client reaches it; no host of it can be acted on.
     given: Connection | None = None
+    # Hosts whose services this project's roles did not deploy (kafka_bench_service_control:
+    # systemd): faults act on their units; deploying, tearing down and procedures are refused.
+    foreign_hosts: tuple[str, ...] = ()
 
     @property
     def kraft(self) -> bool:
@@ -322,7 +325,25 @@ def load(path: Path | str, zookeeper_group: str = "zookeeper",
     protocol = str(first("kafka_security_protocol", "PLAINTEXT")).upper()
     security = {"PLAINTEXT": "plaintext", "SASL_SSL": "sasl_ssl"}.get(
         protocol, "mtls" if str(first("kafka_ssl_client_auth", "none")) == "required" else "tls")
-    return ClusterInventory(path, tuple(brokers), tuple(zookeepers), controllers, mode, version, waiting, security)
+    return ClusterInventory(path, tuple(brokers), tuple(zookeepers), controllers, mode, version, waiting, security,
+                            foreign_hosts=_foreign_hosts(path, groups, resolver))
+
+
+SERVICE_CONTROLS = ("script", "systemd")
+
+
+def _foreign_hosts(path: Path, groups: dict[str, list[str]], resolver: Callable[[str], HostVars]) -> tuple[str, ...]:
+    """The cluster's hosts under systemd service control (playbooks/faults/vars/service-control.yml)."""
+    names = dict.fromkeys(n for g in ("zookeeper", "kafka", "kafka_broker", "kafka_controller") for n in groups.get(g, []))
+    foreign = []
+    for name in names:
+        control = str(resolver(name)("kafka_bench_service_control", "script"))
+        if control not in SERVICE_CONTROLS:
+            raise InventoryError(f"{path}: host {name}: kafka_bench_service_control is {control!r}; allowed: "
+                                 + ", ".join(SERVICE_CONTROLS))
+        if control == "systemd":
+            foreign.append(name)
+    return tuple(foreign)
 
 
 def _service(get: HostVars, named: tuple[str, str]) -> str:

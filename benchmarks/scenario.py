@@ -307,6 +307,9 @@ class ClusterShape:
     # Why no host of the cluster can be acted on, when none can (a run given only --bootstrap):
     # faults, procedures and feature levels are refused. Empty: an inventory names the hosts.
     no_hosts: str = ""
+    # Why this project's roles may not act on the hosts, when they may not (a cluster deployed by
+    # something else): faults act on the hosts' own units; procedures and feature levels are refused.
+    not_deployed: str = ""
 
 
 def _impossible(raw: dict[str, Any], cluster: ClusterShape | None) -> tuple[str, str] | None:
@@ -393,7 +396,14 @@ def _cluster_errors(run: Run, source: str, cluster: ClusterShape) -> list[str]:
                           + _allowed_here(cluster, "needs_own_addresses"))
     for index, procedure in enumerate(run.scenario.procedures if run.scenario and not cluster.no_hosts else []):
         field = f"{source}{where}: scenario.procedures[{index}]"
+        if cluster.not_deployed:
+            errors.append(f"{field}.playbook: {procedure.name} runs this project's roles on the hosts, and "
+                          f"{cluster.not_deployed}; allowed here: no procedures")
+            continue
         errors += [f"{field}.{name}: {message}" for name, message in procedure.cluster_errors(cluster)]
+    if run.scenario and cluster.not_deployed and run.scenario.workload.eligible_leader_replicas is not None:
+        errors.append(f"{source}{where}: scenario.workload.eligible_leader_replicas: setting a feature level runs "
+                      f"this project's roles on the hosts, and {cluster.not_deployed}; allowed here: null")
     return errors
 
 

@@ -103,6 +103,14 @@ def _connections(inv: inventory_lib.ClusterInventory, scenarios: list[scenario_l
     return conns
 
 
+def _not_deployed(inv: inventory_lib.ClusterInventory) -> str:
+    """Why procedures may not run on the inventory's hosts, if they may not (ClusterShape.not_deployed)."""
+    if not inv.foreign_hosts:
+        return ""
+    return (f"{inv.path} says this project did not deploy {', '.join(inv.foreign_hosts)} "
+            "(kafka_bench_service_control: systemd)")
+
+
 def _given_cluster(ctx: click.Context, bootstrap: str, client_config: Path | None) -> inventory_lib.ClusterInventory:
     """The cluster behind --bootstrap (with --client-config's settings), as its brokers describe it;
     reached and authenticated once before anything runs. Bad options exit with the reason."""
@@ -182,7 +190,8 @@ def run(ctx: click.Context, suite_or_file: str, inventory_path: Path, quick: boo
                                           "" if inv.given else lab_lib.netem_missing(inventory_path),
                                           tuple(b.name for b in inv.brokers if not b.data_disk),
                                           inv.client_profiles(),
-                                          "this run names only --bootstrap" if inv.given else "")
+                                          "this run names only --bootstrap" if inv.given else "",
+                                          _not_deployed(inv))
         files = scenario_files(suite_or_file)
         runs = [run for path in files for run in scenario_lib.load(path, shape, in_suite=len(files) > 1)]
         if runs and all(r.scenario is None for r in runs):

@@ -68,6 +68,17 @@ def test_a_cp_ansible_inventory_is_read_with_its_own_groups_ids_listeners_and_un
     assert [(b.broker_id, b.bootstrap, b.service) for b in inv.brokers] == [
         (1, "10.0.0.5:19092", "confluent-server"), (2, "10.0.0.6:19092", "confluent-server")]
     assert [(z.host, z.port, z.service) for z in inv.zookeepers] == [("10.0.0.9", 2181, "confluent-zookeeper")]
+    assert inv.foreign_hosts == ()
+    assert inventory.load(ROOT / "inventories" / "example-cp-ansible").foreign_hosts == (
+        "kafka1.example.internal", "kafka2.example.internal", "kafka3.example.internal",
+        "ctl1.example.internal", "ctl2.example.internal", "ctl3.example.internal")
+
+
+def test_a_service_control_other_than_script_or_systemd_is_refused_naming_host_and_allowed_values(tmp_path):
+    (tmp_path / "hosts.yml").write_text(
+        "all:\n  children:\n    kafka:\n      hosts: {a: {kafka_bench_service_control: sysv}}\n")
+    with pytest.raises(inventory.InventoryError, match="host a: kafka_bench_service_control is 'sysv'; allowed: script, systemd"):
+        inventory.load(tmp_path)
 
 
 def test_brokers_in_both_layouts_groups_are_refused_naming_both(tmp_path):

@@ -249,6 +249,24 @@ def test_a_cluster_known_only_by_its_bootstrap_refuses_faults_procedures_and_fea
     assert run.scenario is not None
 
 
+def test_a_cluster_this_project_did_not_deploy_takes_faults_but_refuses_procedures_and_feature_levels():
+    foreign = sc.ClusterShape(broker_ids=(1, 2, 3), hosts=3, metadata_mode="kraft", controller_ids=(9991, 9992, 9993),
+                              not_deployed="cp.yml says this project did not deploy k1 (kafka_bench_service_control: systemd)")
+    doc = {"scenario": {"name": "demo", "workload": {"eligible_leader_replicas": False},
+                        "faults": [{"kind": "broker-kill", "at_s": 1, "target": {"broker": 2}}],
+                        "procedures": [{"playbook": "rolling-restart", "at_s": 2}]}}
+    with pytest.raises(sc.ScenarioError) as info:
+        sc.parse(doc, "demo.yml", foreign)
+    said = " ".join(str(info.value).split())
+    why = "runs this project's roles on the hosts, and cp.yml says this project did not deploy k1"
+    assert f"demo.yml: scenario.procedures[0].playbook: rolling-restart {why}" in said and "allowed here: no procedures" in said
+    assert f"demo.yml: scenario.workload.eligible_leader_replicas: setting a feature level {why}" in said
+    assert "faults[0]" not in said
+    del doc["scenario"]["procedures"], doc["scenario"]["workload"]
+    [run] = sc.parse(doc, "demo.yml", foreign)
+    assert run.scenario is not None and run.scenario.faults[0].kind == "broker-kill"
+
+
 def test_disk_full_needs_brokers_whose_data_has_a_filesystem_of_its_own():
     doc = {"scenario": {"name": "demo", "faults": [{"kind": "disk-full", "at_s": 1, "target": {"leader_of": 0}}]}}
     shared = sc.ClusterShape(broker_ids=(0, 1, 2), hosts=3, no_data_disk=("broker0", "broker1", "broker2"))
