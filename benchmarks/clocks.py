@@ -47,9 +47,10 @@ class Offset:
         return host_ns - self.offset_ns
 
 
-def ssh_command(host: str, get: inventory.HostVars) -> list[str] | None:
+def ssh_command(host: str, get: inventory.HostVars, remote: str = ECHO_CLOCK) -> list[str] | None:
     """The ssh command line Ansible would use to reach `host` (its address, user, port, key and
-    extra arguments from the inventory); None when Ansible runs the host's tasks locally."""
+    extra arguments from the inventory) to run `remote` there; None when Ansible runs the host's
+    tasks locally."""
     if get("ansible_connection", "ssh") == "local":
         return None
     command = ["ssh", "-o", "BatchMode=yes", "-o", "ConnectTimeout=5"]
@@ -60,7 +61,7 @@ def ssh_command(host: str, get: inventory.HostVars) -> list[str] | None:
     if port := get("ansible_port"):
         command += ["-p", str(port)]
     user, address = get("ansible_user"), get("ansible_host", host)
-    return [*command, f"{user}@{address}" if user else str(address), ECHO_CLOCK]
+    return [*command, f"{user}@{address}" if user else str(address), remote]
 
 
 def exchange(stdin: IO[str], stdout: IO[str], clock: Callable[[], int] = time.time_ns) -> tuple[int, int, int]:

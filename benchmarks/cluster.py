@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import ipaddress
 import os
+import shlex
 import socket
 import ssl
 import subprocess
@@ -230,23 +231,71 @@ def local_process_state(host: str, ctl: str) -> str | None:
     return PROCESS_STATES.get(done.returncode) if done else None
 
 
-def local_cpu(inventory: ClusterInventory) -> dict[str, tuple[int, float]] | None:
-    """Each broker's process id and the CPU seconds it has used so far (user + system), when every
-    broker runs on this machine; None when any cannot be read from here."""
+def broker_cpu(inventory: ClusterInventory,
+               remote: Callable[[str, str], str | None] | None = None) -> dict[str, tuple[int, float]] | None:
+    """Each broker's process id and the CPU seconds it has used so far (user + system): read here
+    from /proc for a broker on this machine, else by `remote` (inventory host, shell command ->
+    its output or None; over SSH, as Ansible reaches the host: ssh_reader). None when any broker
+    cannot be read."""
     out = {}
     for b in inventory.brokers:
-        done = _local_ctl(b.host, b.ctl, "pid")
-        pid = done.stdout.strip() if done and done.returncode == 0 else ""
-        try:
-            fields = Path(f"/proc/{int(pid)}/stat").read_text().rsplit(")", 1)[1].split()
-        except (ValueError, OSError):
+        done = _local_ctl(b.host, b.ctl, "pid") if b.control == "script" else None
+        if done is not None:
+            pid = done.stdout.strip() if done.returncode == 0 else ""
+            try:
+                stat = Path(f"/proc/{int(pid)}/stat").read_text()
+            except (ValueError, OSError):
+                return None
+            reading = _cpu_reading(f"{pid} {os.sysconf('SC_CLK_TCK')}\n{stat}")
+        else:
+            reading = _cpu_reading(remote(b.name, _cpu_command(b))) if remote is not None else None
+        if reading is None:
             return None
-        out[b.name] = (int(pid), (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK"))  # utime + stime
+        out[b.name] = reading
     return out or None
 
 
+def _cpu_command(b: Broker) -> str:
+    """Shell lines printing the broker's pid and clock ticks per second, then its /proc stat line."""
+    pid = (f"{shlex.quote(b.ctl)} pid" if b.control == "script"
+           else f"systemctl show -p MainPID --value {shlex.quote(b.service)}")
+    return f'p=$({pid}) && [ -n "$p" ] && [ "$p" != 0 ] && echo "$p $(getconf CLK_TCK)" && cat "/proc/$p/stat"'
+
+
+def _cpu_reading(output: str | None) -> tuple[int, float] | None:
+    """(pid, CPU seconds) from `_cpu_command`'s output: utime + stime, fields 14 and 15 of the
+    stat line (counted after the command name, which may hold spaces)."""
+    try:
+        head, stat = (output or "").split("\n", 1)
+        pid, ticks = (int(x) for x in head.split())
+        fields = stat.rsplit(")", 1)[1].split()
+        return pid, (int(fields[11]) + int(fields[12])) / ticks
+    except (ValueError, IndexError, ZeroDivisionError):
+        return None
+
+
+def ssh_reader(inventory_path: Path) -> Callable[[str, str], str | None]:
+    """Runs a shell command on an inventory host over SSH, as Ansible reaches it; its output, or
+    None (the host runs its tasks locally, cannot be reached, or the command failed)."""
+    from benchmarks import clocks, inventory
+
+    _, resolver = inventory.read(inventory_path)
+
+    def run(host: str, command: str) -> str | None:
+        argv = clocks.ssh_command(host, resolver(host), command)
+        if argv is None:
+            return None
+        try:
+            done = subprocess.run(argv, capture_output=True, text=True, timeout=10)
+        except (OSError, subprocess.TimeoutExpired):
+            return None
+        return done.stdout if done.returncode == 0 else None
+
+    return run
+
+
 def cpu_used(before: dict[str, tuple[int, float]] | None, after: dict[str, tuple[int, float]] | None) -> float | None:
-    """CPU seconds the brokers used between two `local_cpu` readings; None when either is missing
+    """CPU seconds the brokers used between two `broker_cpu` readings; None when either is missing
     or a broker is another process by then (restarted: its CPU before the restart is unknown)."""
     if before is None or after is None or {k: p for k, (p, _) in before.items()} != {k: p for k, (p, _) in after.items()}:
         return None

@@ -35,6 +35,7 @@ class Broker:
     # The service's name (kafka_service_name; cp-ansible's kafka_broker_service_name): the systemd
     # unit under systemd service control, the name its control script finds the process by otherwise.
     service: str = "kafka"
+    control: str = "script"  # kafka_bench_service_control: script | systemd
 
     @property
     def bootstrap(self) -> str:
@@ -298,7 +299,8 @@ def load(path: Path | str, zookeeper_group: str = "zookeeper",
                                  f"({exc})") from exc
         disk = get("kafka_bench_fault_disk_mount")
         brokers.append(Broker(name, broker_id, layout.host(get, name), port, str(get("kafka_conf_dir", "/etc/kafka")),
-                              str(disk) if disk else None, _service(get, layout.broker_service)))
+                              str(disk) if disk else None, _service(get, layout.broker_service),
+                              str(get("kafka_bench_service_control", "script"))))
     zookeepers = []
     for name in groups.get(zookeeper_group, []):
         get = resolver(name)

@@ -114,8 +114,9 @@ class RunSummary(Record):
     transactions: TransactionProfile | None = None  # exactly-once runs only
     sweep_of: str | None = None         # the scenario whose sweep this run is a point of (None: no sweep)
     sweep_point: list[SweepValue] = []  # that point: each swept field and its value
-    # CPU seconds the brokers spent during the load, all of them together (None: a broker's process
-    # cannot be read from this machine, or one was restarted during the load).
+    # CPU seconds the brokers spent during the load, all of them together, read from /proc here or
+    # over SSH on hosts of their own (None: a broker's process cannot be read, or one was restarted
+    # during the load).
     broker_cpu_s: float | None = None
 
 

@@ -187,7 +187,7 @@ class Run:
     offsets: dict[str, clocks.Offset] = dataclasses.field(default_factory=dict)  # host clocks against ours
     trial: int = 1
     sweep: tuple[str, dict[str, Any]] | None = None  # (the scenario swept, this run's point)
-    broker_cpu_s: float | None = None  # CPU the brokers spent during the load (where this machine can read it)
+    broker_cpu_s: float | None = None  # CPU the brokers spent during the load (/proc here, or over SSH)
 
     def show(self, phase: str, elapsed: float = 0.0) -> None:
         if self.progress:
@@ -325,9 +325,11 @@ def _drive(run: Run) -> None:
     """The open-loop producers and the scheduled steps; the load goes on until every step has
     acted and been watched for OBSERVE_S."""
     w = run.scenario.workload
+    # The brokers' CPU (over SSH on hosts of their own), read before the clock of the load starts.
+    cpu_remote = cluster.ssh_reader(run.inventory_path) if run.inventory.given is None else None
+    cpu_before = cluster.broker_cpu(run.inventory, cpu_remote)
     run.start_ns = time.time_ns() + int(3e9)  # time for the spawned processes to import and connect
     end_ns = run.start_ns + int((run.warmup_s + run.duration_s) * 1e9)
-    cpu_before = cluster.local_cpu(run.inventory)
     run.workers.start_producers(run.start_ns, end_ns)
     run.events.write(records.LoadStart(start_ns=run.start_ns, end_ns=end_ns,
                                        measured_from_ns=run.start_ns + int(run.warmup_s * 1e9)))
@@ -366,7 +368,7 @@ def _drive(run: Run) -> None:
     finally:
         steps.join(300)
         run.workers.kill_producers()
-    run.broker_cpu_s = cluster.cpu_used(cpu_before, cluster.local_cpu(run.inventory))
+    run.broker_cpu_s = cluster.cpu_used(cpu_before, cluster.broker_cpu(run.inventory, cpu_remote))
     run.events.write(records.LoadEnd(end_ns=run.workers.end_ns,
                                      producers=load.producer_meta(run.run_dir / "ledger" / "produce")))
 

@@ -90,6 +90,19 @@ def test_deploys_an_ensemble_and_brokers_over_ssh(lab, lab_cluster):
     assert not Path("/opt/kafka").exists() and not Path("/etc/kafka").exists()
 
 
+def test_brokers_cpu_is_read_over_ssh_from_their_own_hosts(lab, lab_cluster):
+    """What a run records as broker_cpu_s on hosts of their own: each broker's process, found by its
+    control script on its host, and the CPU seconds /proc there says it used."""
+    reader = cluster.ssh_reader(LAB)
+    before = cluster.broker_cpu(lab_cluster, reader)
+    assert before is not None and sorted(before) == ["lab1", "lab2", "lab3"]
+    for host, (pid, cpu) in before.items():
+        assert str(pid) == ssh(lab, host, "/etc/kafka/kafka-service pid").strip() and cpu > 1, (host, pid, cpu)
+    time.sleep(2)
+    used = cluster.cpu_used(before, cluster.broker_cpu(lab_cluster, reader))
+    assert used is not None and 0 < used < 3 * 2 * os.cpu_count(), used
+
+
 def test_second_deploy_changes_nothing(lab_cluster, runner):
     result = assert_ok(runner.run("site.yml", LAB))
     assert result.count("changed") == 0, result.stats.get("changed")

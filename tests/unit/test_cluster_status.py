@@ -6,6 +6,7 @@ import dataclasses
 import os
 import socket
 import ssl
+import subprocess
 import sys
 import threading
 from types import SimpleNamespace as NS
@@ -199,13 +200,27 @@ def test_broker_cpu_is_what_the_same_processes_used_between_two_readings(tmp_pat
     assert cluster.cpu_used(None, before) is None and cluster.cpu_used(before, None) is None
 
 
-def test_broker_cpu_is_read_from_this_machines_processes_only(tmp_path):
-    """Through each broker's control script (`pid`) and /proc; a broker elsewhere: nothing."""
+def test_broker_cpu_is_read_here_for_brokers_on_this_machine_and_over_the_remote_reader_for_others(tmp_path):
+    """Through each broker's control script (`pid`) and /proc; a broker elsewhere through the
+    reader (SSH in a run), which runs the same shell lines on its host: here, on this machine."""
     ctl = tmp_path / "kafka-service"
     ctl.write_text(f"#!/bin/sh\n[ \"$1\" = pid ] && echo {os.getpid()}\n")
     ctl.chmod(0o755)
     here = inventory.ClusterInventory(tmp_path, (inventory.Broker("broker0", 0, "127.0.0.1", 9092, str(tmp_path)),), ())
-    [(name, (pid, cpu))] = cluster.local_cpu(here).items()
+    [(name, (pid, cpu))] = cluster.broker_cpu(here).items()
     assert (name, pid) == ("broker0", os.getpid()) and cpu > 0
     elsewhere = dataclasses.replace(here, brokers=(inventory.Broker("broker0", 0, "10.213.0.11", 9092, str(tmp_path)),))
-    assert cluster.local_cpu(elsewhere) is None
+    assert cluster.broker_cpu(elsewhere) is None, "no reader: nothing known"
+    asked = []
+
+    def shell(host: str, command: str) -> str | None:
+        asked.append(host)
+        done = subprocess.run(["sh", "-c", command], capture_output=True, text=True)
+        return done.stdout if done.returncode == 0 else None
+
+    [(name, (pid, far))] = cluster.broker_cpu(elsewhere, shell).items()
+    assert (name, pid, asked) == ("broker0", os.getpid(), ["broker0"]) and far >= cpu
+    assert cluster.broker_cpu(elsewhere, lambda host, command: None) is None, "unreadable: nothing known"
+    # Under systemd service control the pid is the unit's main process.
+    unit = dataclasses.replace(elsewhere.brokers[0], service="confluent-server", control="systemd")
+    assert "systemctl show -p MainPID --value confluent-server" in cluster._cpu_command(unit)
