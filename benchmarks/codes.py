@@ -20,6 +20,12 @@ OUTCOMES = ("acked", "failed", "indeterminate")
 STATUSES = ("delivered", "lost", "unseen", "failed", "failed-delivered", "indeterminate", "indeterminate-delivered",
             "unledgered")
 
+# The prefixes of every name the harness gives the cluster: its topics (workload.topic unless a
+# scenario names its own), and its consumer groups and transactional.ids. A secured cluster's ACLs
+# grant the harness's user these by prefix (inventories/local-secure), and nothing else.
+TOPIC_PREFIX = "kb-"
+CLIENT_NAME_PREFIX = "kafka-bench-"
+
 # The consume ledger's group for the final read of the whole topic (consumer groups have
 # their own names; this one is never a real group's).
 FINAL_READ = "final-read"

@@ -23,7 +23,7 @@ from typing import Any
 from benchmarks import broker_errors, ledger
 from benchmarks import transactions as txns
 from benchmarks.cluster import silent_logger
-from benchmarks.codes import FINAL_READ, FINAL_READ_COMMITTED, OUTCOMES
+from benchmarks.codes import CLIENT_NAME_PREFIX, FINAL_READ, FINAL_READ_COMMITTED, OUTCOMES
 from benchmarks.connection import Connection
 
 # Every message starts with: run tag (8 bytes), producer (u32), sequence (u64), send time (ns).
@@ -313,7 +313,7 @@ def consumer_main(args: ConsumerArgs, counters, slot: int, stop) -> None:
     tag = run_tag(args.run_id)
     out = ledger.LedgerWriter(Path(args.ledger_dir), f"consumer-{args.group}-{args.name}", ledger.CONSUME_SCHEMA)
     consumer = Consumer(args.conn.config({"auto.offset.reset": "earliest", **args.config,
-                                          "group.id": f"{args.run_id}-{args.group}",
+                                          "group.id": f"{CLIENT_NAME_PREFIX}{args.run_id}-{args.group}",
                                           "logger": silent_logger("kafka_bench.consumer")}))
     changes = ledger.LedgerWriter(Path(args.ledger_dir).parent / "group", f"group-{args.group}-{args.name}",
                                   ledger.GROUP_SCHEMA)
@@ -362,7 +362,7 @@ def final_read(conn: Connection, topic: str, run_id: str, ledger_dir: Path, conf
 
     tag = run_tag(run_id)
     isolation = "read_committed" if group == FINAL_READ_COMMITTED else "read_uncommitted"
-    consumer = Consumer(conn.config({**(config or {}), "group.id": f"{run_id}-{group}",
+    consumer = Consumer(conn.config({**(config or {}), "group.id": f"{CLIENT_NAME_PREFIX}{run_id}-{group}",
                                      "enable.auto.commit": False, "auto.offset.reset": "earliest",
                                      "isolation.level": isolation, "enable.partition.eof": True,
                                      "logger": silent_logger("kafka_bench.final")}))

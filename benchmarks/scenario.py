@@ -18,6 +18,7 @@ from typing import Annotated, Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from benchmarks.codes import TOPIC_PREFIX
 from benchmarks.fault_kinds import KINDS, Fault, Injection, Strict
 from benchmarks.procedures import NAMES as PROCEDURES
 from benchmarks.procedures import Procedure
@@ -189,7 +190,7 @@ class Scenario(Strict):
 
     @property
     def topic(self) -> str:
-        return self.workload.topic or f"kb-{self.name}"
+        return self.workload.topic or f"{TOPIC_PREFIX}{self.name}"
 
     def injections(self) -> list[Injection]:
         """Every injection of the run as a one-off fault, in the order of their times, each named by

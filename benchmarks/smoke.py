@@ -16,7 +16,7 @@ import pyarrow as pa
 
 from benchmarks import checker, ledger, topics
 from benchmarks.cluster import silent_logger
-from benchmarks.codes import FINAL_READ
+from benchmarks.codes import CLIENT_NAME_PREFIX, FINAL_READ
 from benchmarks.connection import Connection
 
 
@@ -72,7 +72,7 @@ def run_smoke(conn: Connection, topic: str = "purchases", partitions: int = 3, r
         errors.append(f"{remaining} messages still in flight after {timeout}s")
     acked = {r["seq"] for r in sent if r["outcome"] == "acked"}
 
-    consumer = Consumer(conn.config({"group.id": f"kafka-bench-smoke-{run_id}", "auto.offset.reset": "earliest",
+    consumer = Consumer(conn.config({"group.id": f"{CLIENT_NAME_PREFIX}smoke-{run_id}", "auto.offset.reset": "earliest",
                                      "enable.auto.commit": False, "logger": silent_logger()}))
     consumer.subscribe([topic])
     seen: set[int] = set()

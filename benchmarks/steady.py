@@ -19,6 +19,7 @@ from collections.abc import Callable
 from typing import Any
 
 from benchmarks import cluster, topics
+from benchmarks.codes import CLIENT_NAME_PREFIX
 from benchmarks.connection import Connection
 from benchmarks.inventory import ClusterInventory
 from benchmarks.wait import WaitTimeout, wait_until
@@ -49,7 +50,7 @@ def ensure_internal_topics(conn: Connection) -> None:
     it), not in the middle of the first run that uses a consumer group."""
     from confluent_kafka import Consumer, KafkaException, TopicPartition
 
-    consumer = Consumer(conn.config({"group.id": "kafka-bench-steady-state", "logger": cluster.silent_logger()}))
+    consumer = Consumer(conn.config({"group.id": f"{CLIENT_NAME_PREFIX}steady-state", "logger": cluster.silent_logger()}))
     try:
         consumer.committed([TopicPartition("__kafka_bench_probe", 0)], timeout=30)
     except KafkaException:

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from benchmarks import ledger, records
+from benchmarks.codes import CLIENT_NAME_PREFIX
 from benchmarks.connection import Connection
 
 if TYPE_CHECKING:
@@ -75,7 +76,7 @@ def _watermark_consumer(conn: Connection) -> Any:
 
     from benchmarks.cluster import silent_logger
 
-    return Consumer(conn.config({"group.id": "kafka-bench-timeline", "enable.auto.commit": False,
+    return Consumer(conn.config({"group.id": f"{CLIENT_NAME_PREFIX}timeline", "enable.auto.commit": False,
                                  "logger": silent_logger("kafka_bench.timeline")}))
 
 

@@ -18,13 +18,14 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks import ledger
+from benchmarks.codes import CLIENT_NAME_PREFIX
 
 CALL_TIMEOUT_S = 10.0  # one commit_transaction / abort_transaction / init_transactions call
 
 
 def transactional_id(run_id: str, producer: int) -> str:
     """The transactional.id of a run's producer: the fault targets and the checker derive it too."""
-    return f"{run_id}-p{producer:03d}"
+    return f"{CLIENT_NAME_PREFIX}{run_id}-p{producer:03d}"
 
 
 @dataclasses.dataclass(frozen=True)

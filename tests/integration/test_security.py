@@ -17,11 +17,12 @@ import re
 import stat
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
-from confluent_kafka import KafkaException
-from confluent_kafka.admin import AdminClient
+from confluent_kafka import Consumer, KafkaError, KafkaException
+from confluent_kafka.admin import AdminClient, NewTopic
 from cryptography.hazmat.primitives import serialization
 
 from benchmarks import cluster as cluster_mod
@@ -157,6 +158,34 @@ def test_a_run_through_sasl_ssl_accounts_for_every_message(secure_run):
     effective = json.loads((summary_path.parent / "effective-config.json").read_text())
     assert effective["connection"]["sasl.username"] == "bench"
     assert (summary_path.parents[1] / "report.html").is_file()
+
+
+def test_the_benchmarks_user_may_touch_its_own_names_only(secure):
+    """The ACLs grant the bench user topics named kb-... and groups kafka-bench-..., by prefix, and
+    nothing else: a topic of another name cannot be created, a group of another name not joined."""
+    _, inv, _ = secure
+    conn = inv.connection()
+    admin = AdminClient(conn.config({}))
+    futures = admin.create_topics([NewTopic("purchases-not-the-benchmarks", 1, 1), NewTopic("kb-acl-probe", 1, 1)])
+    with pytest.raises(KafkaException) as refused:
+        futures["purchases-not-the-benchmarks"].result(timeout=30)
+    assert refused.value.args[0].code() == KafkaError.TOPIC_AUTHORIZATION_FAILED
+    futures["kb-acl-probe"].result(timeout=30)
+    consumer = Consumer(conn.config({"group.id": "not-the-benchmarks", "session.timeout.ms": 6000}))
+    errors: list[int] = []
+    try:
+        consumer.subscribe(["kb-acl-probe"])
+        deadline = time.monotonic() + 60
+        while KafkaError.GROUP_AUTHORIZATION_FAILED not in errors and time.monotonic() < deadline:
+            message = consumer.poll(1)
+            if message is not None and message.error() is not None:
+                errors.append(message.error().code())
+    except KafkaException as exc:  # raised instead of returned by some client versions
+        errors.append(exc.args[0].code())
+    finally:
+        consumer.close()
+        admin.delete_topics(["kb-acl-probe"])["kb-acl-probe"].result(timeout=30)
+    assert KafkaError.GROUP_AUTHORIZATION_FAILED in errors, errors
 
 
 def test_bad_client_settings_are_refused_before_anything_starts(secure, tmp_path):
