@@ -200,9 +200,12 @@ def test_a_member_leaving_its_group_is_a_rebalance_that_moves_its_partitions_and
     [run] = sc.load(ROOT / "benchmarks" / "suites" / "seeds" / "01-cloudurable-failover.yml")
     assert run.scenario is not None and [f.kind for f in run.scenario.faults] == ["broker-stop"]
     # The consumer failover without the seed's later broker stop (its restart and recovery are the
-    # leader-kill tests' subject, not the group's).
-    summary = runner_lib.execute(run.scenario.model_copy(update={"faults": []}), deployed_cluster, LOCAL_INVENTORY, runner,
-                                 tmp_path, quick=True, seed=2)
+    # leader-kill tests' subject, not the group's), at half the seed's rate: 500 acks=all msg/s over
+    # 13 partitions is at the edge of what this 2-core machine acknowledges beside the test session's
+    # Spark (warm-ups settled after 25-28 s, and once not within 146 s: the run then is rightly invalid).
+    scenario = run.scenario.model_copy(update={
+        "faults": [], "workload": run.scenario.workload.model_copy(update={"rate": run.scenario.workload.rate / 2})})
+    summary = runner_lib.execute(scenario, deployed_cluster, LOCAL_INVENTORY, runner, tmp_path, quick=True, seed=2)
     assert summary.valid, summary.invalid_reasons
     changes = ledger.read(tmp_path / os.path.basename(summary.run_dir) / "ledger" / "group", ledger.GROUP_SCHEMA)
     mine = [r for r in changes.to_pylist() if r["group"] == "mygroup"]
