@@ -135,6 +135,7 @@ def test_acks_all_writes_go_on_through_a_broker_kill_and_a_host_isolation(lab_cl
         assert o["how"] == "ssh" and 0 < o["uncertainty_ns"] < 50e6, o
         assert abs(o["offset_ns"]) <= o["uncertainty_ns"] + 5e6, o
     assert sorted(p.name for p in (run_dir / "logs").iterdir()) == ["lab1", "lab2", "lab3"], "logs collected"
+    assert all((run_dir / "logs" / h / "server.log").is_file() for h in ("lab1", "lab2", "lab3")), "the brokers' logs"
     # The kill landed on broker 1's process, found by the name the layout gives it: its ZooKeeper
     # registration went (once its session expired) while the fault lasted, and came back after.
     kill = next(f for f, e in intents.items() if e["kind"] == "broker-kill")
