@@ -46,7 +46,7 @@ def run_tag(run_id: str) -> bytes:
     return run_id.encode()[:8].ljust(8, b"_")
 
 
-def _publish(counters, base: int, stats: list[int]) -> None:
+def publish(counters, base: int, stats: list[int]) -> None:
     """Copy a process's counts into the shared array the runner reads for progress."""
     for i, value in enumerate(stats):
         counters[base + i] = value
@@ -221,7 +221,7 @@ def producer_main(args: ProducerArgs, counters, slot: int, end=None) -> None:
         stats[0] += 1
         if seq % 64 == 0:
             out.maybe_flush()
-            _publish(counters, base, stats)
+            publish(counters, base, stats)
         return True
 
     def send_due() -> bool:
@@ -288,7 +288,7 @@ def producer_main(args: ProducerArgs, counters, slot: int, end=None) -> None:
     while sum(stats[1:]) < stats[0] and time.monotonic() < deadline:
         producer.flush(0.5)
         out.maybe_flush()
-        _publish(counters, base, stats)
+        publish(counters, base, stats)
     for seq_left in (s for s, done in enumerate(reported) if not done):  # no delivery report at all
         intended = start_ns + seq_left * interval_ns if interval_ns else None
         key = (index * 7919 + seq_left) % keys if keys else -1
@@ -296,7 +296,7 @@ def producer_main(args: ProducerArgs, counters, slot: int, end=None) -> None:
                    None)
         stats[3] += 1
     out.close()
-    _publish(counters, base, stats)
+    publish(counters, base, stats)
     if args.ledger_enabled and replaced:  # next to the ledger, for the run's load-end event
         meta_path = Path(args.ledger_dir, f"producer-{args.index:03d}.json")
         meta = json.loads(meta_path.read_text()) if meta_path.exists() else {"producer": args.index}

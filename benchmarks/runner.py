@@ -26,6 +26,7 @@ from benchmarks import (
     cluster,
     faults,
     features,
+    java_load,
     kafka_protocol,
     ledger,
     load,
@@ -125,13 +126,16 @@ def _effective_config(conn: Connection, topic: str, scenario: Scenario) -> tuple
         reasons.append(f"topic has {len(md.partitions)} partitions with RF {sorted(rf)}, scenario says "
                        f"{w.partitions} with RF {w.replication_factor}")
     producer = dict(scenario.client.producer)
-    # librdkafka's defaults for what the analysis depends on; the Java client's differ.
-    resolved = {"acks": "all", "enable.idempotence": scenario.client.transactions is not None, **producer}
+    java = scenario.client.producer_library == "java"
+    # Each client's defaults for what the analysis depends on: the Java producer is idempotent
+    # unless told otherwise, librdkafka's only when transactional.
+    resolved = {"acks": "all", "enable.idempotence": java or scenario.client.transactions is not None, **producer}
     if str(resolved.get("enable.idempotence")).lower() == "true" and scenario.client.acks != "all":
         reasons.append(f"enable.idempotence=true needs acks=all, scenario says acks={scenario.client.acks}")
     return {
         "client": {"library": "confluent-kafka", "version": confluent_kafka.version()[0],
                    "librdkafka": confluent_kafka.libversion()[0], "producer": resolved,
+                   "producer_library": java_load.describe() if java else f"librdkafka {_librdkafka_version()}",
                    "consumer": dict(scenario.client.consumer)},
         "topic": topic_config,
         "brokers": brokers,
@@ -273,6 +277,8 @@ def _prepare(run: Run) -> None:
         run.offsets = clocks.measure(run.inventory_path, hosts)
         run.events.write(records.ClockOffsets(hosts=[records.HostClock(**dataclasses.asdict(o))
                                                      for o in run.offsets.values()]))
+    if run.scenario.client.producer_library == "java":
+        java_load.ensure_installed(run.runner, run.inventory_path)
     run.show("creating topic")
     config = {"min.insync.replicas": str(w.min_insync_replicas),
               "unclean.leader.election.enable": str(w.unclean_leader_election).lower(), **w.topic_config}
@@ -328,7 +334,7 @@ def _drive(run: Run) -> None:
     # The brokers' CPU (over SSH on hosts of their own), read before the clock of the load starts.
     cpu_remote = cluster.ssh_reader(run.inventory_path) if run.inventory.given is None else None
     cpu_before = cluster.broker_cpu(run.inventory, cpu_remote)
-    run.start_ns = time.time_ns() + int(3e9)  # time for the spawned processes to import and connect
+    run.start_ns = time.time_ns() + int(run.workers.start_lead_s * 1e9)
     end_ns = run.start_ns + int((run.warmup_s + run.duration_s) * 1e9)
     run.workers.start_producers(run.start_ns, end_ns)
     run.events.write(records.LoadStart(start_ns=run.start_ns, end_ns=end_ns,
@@ -450,7 +456,8 @@ def _summarize(run: Run) -> records.RunSummary:
         transactions=records.TransactionProfile(
             messages=s.client.transactions.messages, abort_ratio=s.client.transactions.abort_ratio,
             timeout_ms=s.client.transactions.timeout_ms,
-            client=f"librdkafka {_librdkafka_version()}") if s.client.transactions else None,
+            client=java_load.describe() if s.client.producer_library == "java" else f"librdkafka {_librdkafka_version()}",
+        ) if s.client.transactions else None,
     )
     (run_dir / "summary.json").write_text(summary.model_dump_json(indent=2))
     return summary

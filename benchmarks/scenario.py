@@ -89,8 +89,21 @@ _TRANSACTIONAL_OWNED = {"transactional.id": "set per producer from the run id",
                         "transaction.timeout.ms": "set it with client.transactions.timeout_ms"}
 
 
+# Producer settings with one meaning in librdkafka and in Kafka's Java producer: the only ones a
+# profile on the Java producer may set, so the same profile runs on both clients (a comparison).
+JAVA_PRODUCER_KEYS = frozenset({
+    "acks", "batch.size", "client.id", "compression.type", "connections.max.idle.ms", "delivery.timeout.ms",
+    "enable.idempotence", "linger.ms", "max.in.flight.requests.per.connection", "metadata.max.age.ms",
+    "reconnect.backoff.max.ms", "reconnect.backoff.ms", "request.timeout.ms", "retries", "retry.backoff.max.ms",
+    "retry.backoff.ms", "socket.connection.setup.timeout.ms"})
+
+
 class ClientProfile(Strict):
     name: Annotated[str, Field(pattern=NAME)] = "default"
+    # The producers' client: librdkafka (confluent-kafka) or Kafka's own Java producer
+    # (kafka-clients 4.3.1, with KIP-890's transaction verification; playbooks/java-client.yml
+    # installs it). The consumers, the warm-up and the final read stay on librdkafka.
+    producer_library: Literal["librdkafka", "java"] = "librdkafka"
     # Raw librdkafka properties. Everything that matters is recorded as resolved by the client.
     producer: dict[str, str | int | float | bool] = {}
     consumer: dict[str, str | int | float | bool] = {}
@@ -99,6 +112,14 @@ class ClientProfile(Strict):
     # How the clients connect: the client settings the cluster's inventory has for this profile
     # (plaintext, tls, mtls, sasl_ssl); None: the cluster's own (its broker listener's protocol).
     security: Literal["plaintext", "tls", "mtls", "sasl_ssl"] | None = None
+
+    @model_validator(mode="after")
+    def _java_keys(self) -> ClientProfile:
+        unknown = sorted(set(self.producer) - JAVA_PRODUCER_KEYS)
+        if self.producer_library == "java" and unknown:
+            raise ValueError(f"producer.{unknown[0]}: not a setting both producer libraries share; with "
+                             f"producer_library java the allowed keys are {', '.join(sorted(JAVA_PRODUCER_KEYS))}")
+        return self
 
     @model_validator(mode="after")
     def _transactional(self) -> ClientProfile:
@@ -180,6 +201,9 @@ class Scenario(Strict):
             if getattr(target, "transaction_coordinator", False) and self.client.transactions is None:
                 raise ValueError(f"faults[{index}].target.transaction_coordinator: needs a transactional producer "
                                  "(client.transactions)")
+        if self.client.producer_library == "java" and not w.rate:
+            raise ValueError("client.producer_library: java runs on an open-loop schedule; set workload.rate "
+                             "(or use librdkafka)")
         for index, procedure in enumerate(self.procedures):
             if procedure.at_s >= w.duration_s:
                 raise ValueError(f"procedures[{index}].at_s ({procedure.at_s}) must fall inside workload.duration_s "

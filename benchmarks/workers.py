@@ -12,7 +12,7 @@ import multiprocessing
 from pathlib import Path
 from typing import Any
 
-from benchmarks import load, transactions
+from benchmarks import java_load, load, transactions
 from benchmarks.connection import Connection
 from benchmarks.scenario import Scenario
 
@@ -83,9 +83,17 @@ class LoadProcesses:
             args = load.ProducerArgs(index, self.run_id, self.conn, self.topic, dict(self.scenario.client.producer),
                                      rate, start_ns, end_ns, w.message_size, w.keys,
                                      str(self.run_dir / "ledger" / "produce"), self.ledger_enabled, transactions=txn)
-            proc = self.ctx.Process(target=load.producer_main, args=(args, self.counters, index, self._end), daemon=True)
+            main = java_load.producer_main if self.scenario.client.producer_library == "java" else load.producer_main
+            proc = self.ctx.Process(target=main, args=(args, self.counters, index, self._end), daemon=True)
             proc.start()
             self.producers.append(proc)
+
+    @property
+    def start_lead_s(self) -> float:
+        """Time the producers are given before their first intended send, to start and connect: a
+        Python interpreter importing the client, or a JVM loading Kafka's (and, transactional, its
+        init_transactions), on a machine the brokers share."""
+        return 8.0 if self.scenario.client.producer_library == "java" else 3.0
 
     @property
     def end_ns(self) -> int:

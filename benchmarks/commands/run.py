@@ -16,8 +16,8 @@ from rich.table import Table
 from benchmarks import cluster as cluster_lib
 from benchmarks import connection as connection_lib
 from benchmarks import inventory as inventory_lib
+from benchmarks import java_load, paths, records
 from benchmarks import lab as lab_lib
-from benchmarks import paths, records
 from benchmarks import runner as runner_lib
 from benchmarks import scenario as scenario_lib
 from benchmarks.commands.cluster import inventory_option, load_inventory_or_exit, playbook_runner
@@ -97,6 +97,8 @@ def _connections(inv: inventory_lib.ClusterInventory, scenarios: list[scenario_l
             conns[security] = inv.connection(security)
         for conn in set(conns.values()) - {inv.given}:
             connection_lib.preflight(conn)
+        for security in dict.fromkeys(s.client.security for s in scenarios if s.client.producer_library == "java"):
+            java_load.connection_properties(conns[security])  # the Java client's settings exist
     except connection_lib.ConnectionSettingsError as exc:
         console.print(f"[red]error:[/] {exc}")
         raise click.exceptions.Exit(ExitCode.INVALID_INPUT) from exc
@@ -204,6 +206,13 @@ def run(ctx: click.Context, suite_or_file: str, inventory_path: Path, quick: boo
               for r in runs if r.scenario is not None]
     scenarios = [scenario for _, scenario in points]
     conns = _connections(inv, scenarios)
+    if any(s.client.producer_library == "java" for s in scenarios):
+        console.print(f"installing the Java producer ({java_load.describe()})")
+        try:
+            java_load.ensure_installed(playbook_runner(ctx), inventory_path, force=True)
+        except java_load.JavaClientError as exc:
+            console.print(f"[red]error:[/] {exc}")
+            raise click.exceptions.Exit(ExitCode.PLAYBOOK_FAILED) from exc
     todo = [(point, scenario, trial) for point, scenario in points for trial in range(1, scenario.trials + 1)]
     skipped = [r for r in runs if not r.scenario]
     for r in skipped:

@@ -53,3 +53,21 @@ def test_the_load_is_only_ever_extended(tmp_path):
     assert workers.end_ns == 100
     workers.extend_load(150)
     assert workers.end_ns == 150
+
+
+def test_the_java_producer_gets_the_schedule_and_the_transactional_profile_it_shares_with_librdkafka():
+    from benchmarks import java_load, load
+    from benchmarks import transactions as txns
+    from benchmarks.connection import Connection
+
+    args = load.ProducerArgs(1, "r123456789", Connection.plaintext("127.0.0.1:9092"), "kb-t", {"linger.ms": 5},
+                             200.0, 10**18, 10**18 + 10**9, 100, 16, "/nowhere",
+                             transactions=txns.TransactionArgs(50, 0.1, 60_000, 21))
+    got = java_load.settings(args)
+    assert got == {
+        "bench.tag": "r1234567", "bench.index": "1", "bench.topic": "kb-t", "bench.message_size": "100",
+        "bench.keys": "16", "bench.start_ns": str(10**18), "bench.end_ns": str(10**18 + 10**9),
+        "bench.interval_ns": "5000000", "bench.txn.messages": "50", "bench.txn.abort_ratio": "0.1",
+        "bench.txn.timeout_ms": "60000", "bench.txn.seed": "21", "producer.acks": "all", "producer.linger.ms": "5",
+        "producer.bootstrap.servers": "127.0.0.1:9092", "producer.transaction.timeout.ms": "60000",
+        "producer.transactional.id": txns.transactional_id("r123456789", 1)}
