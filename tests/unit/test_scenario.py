@@ -448,12 +448,16 @@ def test_the_transaction_coordinator_is_a_target_of_transactional_runs_only():
 
 
 def test_the_evidence_suite_checks_exactly_once_under_leader_and_coordinator_kills():
+    """... each on librdkafka and on the Java producer, the rest of the profile the same: the report
+    shows the two clients side by side."""
     files = sorted((ROOT / "benchmarks" / "suites" / "evidence").glob("2*.yml"))
     targets = []
     for path in files:
-        [run] = sc.load(path)
-        assert run.scenario and run.scenario.client.transactions and len(run.scenario.injections()) == 10
-        targets.append(run.scenario.faults[0].target.words)
+        librdkafka, java = [run.scenario for run in sc.load(path)]
+        assert librdkafka and java and librdkafka.client.transactions and len(librdkafka.injections()) == 10
+        assert (librdkafka.client.producer_library, java.client.producer_library) == ("librdkafka", "java")
+        assert librdkafka.model_copy(update={"client": java.client, "name": java.name}) == java
+        targets.append(librdkafka.faults[0].target.words)
     assert targets == ["leader of 0", "transaction coordinator"]
 
 
@@ -475,3 +479,16 @@ def test_the_lab_suite_validates_on_lab_hosts_and_its_full_disk_is_refused_on_on
     one_machine = sc.ClusterShape(broker_ids=(0, 1, 2), hosts=1, no_data_disk=("broker0", "broker1", "broker2"))
     with pytest.raises(sc.ScenarioError, match="02-disk-full.yml: scenario.faults.0..kind: disk-full fills a filesystem"):
         sc.load(ROOT / "benchmarks" / "suites" / "lab" / "02-disk-full.yml", one_machine)
+
+
+def test_a_profile_on_the_java_producer_takes_the_settings_both_clients_share_only():
+    error = error_of(scenario={"client": {"producer_library": "java", "producer": {"queue.buffering.max.ms": 5}}})
+    assert "scenario.client: producer.queue.buffering.max.ms: not a setting both producer libraries share; with " \
+           "producer_library java the allowed keys are acks, batch.size," in error
+    assert "demo.yml: scenario.client.producer_library: must be one of 'librdkafka' or 'java' (got 'jvm')" in error_of(
+        scenario={"client": {"producer_library": "jvm"}})
+    assert "client.producer_library: java runs on an open-loop schedule; set workload.rate" in error_of(
+        scenario={"client": {"producer_library": "java"}, "workload": {"rate": None}})
+    [run] = parse(scenario={"client": {"producer_library": "java", "producer": {"acks": "all", "linger.ms": 5}}})
+    assert run.scenario is not None and run.scenario.client.producer_library == "java"
+
