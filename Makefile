@@ -45,9 +45,10 @@ bench-kraft: install
 	$(BIN)/kafka-bench compare --newest seeds --out benchmarks/results/compare-seeds
 
 ## The evidence suite: the safe profile under 64 leader kills in one run, the negative controls,
-## 10 trials each, exactly-once under leader and coordinator kills, and consumer rebalances, on
-## ZooKeeper then on KRaft (the clusters share the broker ports: one at a time).
-## Fails (exit 7) when a negative control loses in fewer than 9 of its 10 trials. ~3.5 h.
+## 10 trials each, exactly-once under leader and coordinator kills (on librdkafka and on Kafka's
+## Java producer), and consumer rebalances, on ZooKeeper then on KRaft (the clusters share the
+## broker ports: one at a time). Fails (exit 7) when a negative control loses in fewer than 9 of
+## its 10 trials. ~4 h.
 bench-evidence: install
 	$(BIN)/kafka-bench cluster up --inventory $(INVENTORY)
 	$(BIN)/kafka-bench run evidence --inventory $(INVENTORY)
