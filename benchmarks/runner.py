@@ -135,7 +135,7 @@ def _effective_config(conn: Connection, topic: str, scenario: Scenario) -> tuple
     return {
         "client": {"library": "confluent-kafka", "version": confluent_kafka.version()[0],
                    "librdkafka": confluent_kafka.libversion()[0], "producer": resolved,
-                   "producer_library": java_load.describe() if java else f"librdkafka {_librdkafka_version()}",
+                   "producer_library": _producer_client(scenario),
                    "consumer": dict(scenario.client.consumer)},
         "topic": topic_config,
         "brokers": brokers,
@@ -456,17 +456,19 @@ def _summarize(run: Run) -> records.RunSummary:
         transactions=records.TransactionProfile(
             messages=s.client.transactions.messages, abort_ratio=s.client.transactions.abort_ratio,
             timeout_ms=s.client.transactions.timeout_ms,
-            client=java_load.describe() if s.client.producer_library == "java" else f"librdkafka {_librdkafka_version()}",
-        ) if s.client.transactions else None,
+            client=_producer_client(s)) if s.client.transactions else None,
     )
     (run_dir / "summary.json").write_text(summary.model_dump_json(indent=2))
     return summary
 
 
-def _librdkafka_version() -> str:
+def _producer_client(scenario: Scenario) -> str:
+    """The producers' client as the report names it: "librdkafka 2.x.y" or Kafka's Java producer."""
+    if scenario.client.producer_library == "java":
+        return java_load.describe()
     import confluent_kafka
 
-    return str(confluent_kafka.libversion()[0])
+    return f"librdkafka {confluent_kafka.libversion()[0]}"
 
 
 def _recovery_problems(inventory: ClusterInventory) -> list[str]:
