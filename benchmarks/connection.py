@@ -149,6 +149,11 @@ def for_profile(directory: Path, security: str, fallback_bootstrap: str) -> Conn
         f"{', '.join(offered) or 'none written yet; kafka-bench cluster up writes them'})")
 
 
+def java_twin(path: Path) -> Path:
+    """The Java client's settings the kafka role writes beside a librdkafka settings file."""
+    return path.with_name(f"{path.stem}-java.properties")
+
+
 def offered(directory: Path) -> dict[str, Path]:
     """The client profiles a deployed cluster's settings directory holds, and their files."""
     return {p.stem: p for p in sorted(directory.glob("*.properties")) if not p.stem.endswith("-java")}

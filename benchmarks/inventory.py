@@ -168,7 +168,7 @@ class ClusterInventory:
         out = {}
         for profile, path in connection.offered(connection.clients_dir(self.path, STATE_DIR)).items():
             summary = connection.from_file(path).summary()
-            java = path.with_name(f"{profile}-java.properties")
+            java = connection.java_twin(path)
             out[profile] = {"librdkafka": str(path), "java": str(java) if java.is_file() else None,
                             "bootstrap": summary["bootstrap"], "user": summary["sasl.username"],
                             "default": profile == self.security}

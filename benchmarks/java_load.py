@@ -22,7 +22,7 @@ from benchmarks import ledger, load
 from benchmarks import transactions as txns
 from benchmarks.ansible import PlaybookRunner, summarize_failures
 from benchmarks.codes import OUTCOMES
-from benchmarks.connection import Connection, ConnectionSettingsError, parse_properties
+from benchmarks.connection import Connection, ConnectionSettingsError, java_twin, parse_properties
 from benchmarks.paths import STATE_DIR
 
 VERSION = "4.3.1"  # the kafka-clients release (playbooks/java-client.yml's java_client_version)
@@ -67,7 +67,7 @@ def connection_properties(conn: Connection) -> dict[str, str]:
     (`<profile>-java.properties`) the kafka role writes beside each librdkafka settings file."""
     if not conn.secured:
         return {"bootstrap.servers": conn.bootstrap}
-    twin = Path(conn.source).with_name(Path(conn.source).stem + "-java.properties") if conn.source else None
+    twin = java_twin(Path(conn.source)) if conn.source else None
     if twin is None or not twin.is_file():
         raise ConnectionSettingsError(
             f"client.producer_library java on a {conn.security} connection needs the Java client's settings "
@@ -112,14 +112,14 @@ def producer_main(args: load.ProducerArgs, counters: Any, slot: int, end: Any = 
         raise ValueError("the Java producer runs on a schedule: workload.rate must be set")
     ledger_dir = Path(args.ledger_dir)
     ledger_dir.mkdir(parents=True, exist_ok=True)
-    conf = ledger_dir / f"producer-{args.index:03d}.java.properties"
+    name = f"producer-{args.index:03d}"  # the librdkafka producer's names, and the program's beside them
+    conf, log = ledger_dir / f"{name}.java.properties", ledger_dir / f"{name}.java.log"
     _write_properties(conf, settings(args))
     java = shutil.which("java") or "java"
-    stderr = (ledger_dir / f"producer-{args.index:03d}.java.log").open("w")
+    stderr = log.open("w")
     proc = subprocess.Popen([java, "-cp", classpath(), MAIN_CLASS, str(conf)], stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, stderr=stderr, text=True, bufsize=1)
-    out = ledger.ProduceLedgerWriter(ledger_dir, f"producer-{args.index:03d}", args.run_id, args.index,
-                                     enabled=args.ledger_enabled)
+    out = ledger.ProduceLedgerWriter(ledger_dir, name, args.run_id, args.index, enabled=args.ledger_enabled)
     txn_out = ledger.LedgerWriter(ledger_dir.parent / "txn", f"txn-{args.index:03d}", ledger.TXN_SCHEMA,
                                   enabled=args.ledger_enabled and args.transactions is not None)
     forwarding = threading.Event()
@@ -157,9 +157,9 @@ def producer_main(args: load.ProducerArgs, counters: Any, slot: int, end: Any = 
     meta = {"producer": args.index, "client": describe(), "send_thread_nice_asked": None, "send_thread_nice": None,
             "error": None, **({"fatal_errors": replaced} if replaced else {})}
     if args.ledger_enabled:
-        Path(ledger_dir, f"producer-{args.index:03d}.json").write_text(json.dumps(meta))
+        (ledger_dir / f"{name}.json").write_text(json.dumps(meta))
     if code:
-        tail = (ledger_dir / f"producer-{args.index:03d}.java.log").read_text().strip().splitlines()[-5:]
+        tail = log.read_text().strip().splitlines()[-5:]
         raise RuntimeError(f"the Java producer {args.index} exited with code {code}: {' | '.join(tail)}")
 
 

@@ -63,7 +63,7 @@ public final class LedgerProducer {
     private final Random draws;
     private final String topic;
     private KafkaProducer<byte[], byte[]> producer;
-    private long sent;
+    private volatile long sent;  // read by the rows' flusher thread
 
     // The open transaction: its number, first message, messages in it, when it began, and the
     // refusal that keeps it from committing ("" none).
