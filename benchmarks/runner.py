@@ -52,6 +52,11 @@ QUICK_SECONDS = 20.0
 # load goes on at least this long, so what the step did is seen under load: a fault that acts
 # late is not cut off by the end of the load, also in --quick runs.
 OBSERVE_S = 10.0
+# After the load, the consumer groups are given up to DRAIN_S to read every acknowledged message.
+# A transactional run's readers (read_committed) never see the aborted transactions' messages, so
+# there the wait ends once their counts have stood still for DRAIN_QUIET_S instead.
+DRAIN_S = 30.0
+DRAIN_QUIET_S = 5.0
 
 
 @dataclasses.dataclass
@@ -398,18 +403,36 @@ def _heal(run: Run) -> None:
                                     start_playbook=report.start is not None))
 
 
+class Drain:
+    """When the consumer groups are done reading after the load: each has read as many messages
+    as were acknowledged, or, reading committed transactions only (the aborted ones' messages
+    never reach them), their counts have stood still for DRAIN_QUIET_S."""
+
+    def __init__(self, acked: int, committed_only: bool, clock: Callable[[], float] = time.monotonic) -> None:
+        self.acked, self.committed_only, self.clock = acked, committed_only, clock
+        self.counts: dict[str, int] | None = None
+        self.since = clock()
+
+    def done(self, counts: dict[str, int]) -> bool:
+        if min(counts.values(), default=self.acked) >= self.acked:
+            return True
+        if counts != self.counts:
+            self.counts, self.since = dict(counts), self.clock()
+        return self.committed_only and self.clock() - self.since >= DRAIN_QUIET_S
+
+
 def _read_back(run: Run) -> None:
     """Let the consumer groups drain (what they have not read by then, the final read and the
     checker account for), then read every partition from the beginning to its end offsets."""
-    acked = run.workers.totals()[1]
+    drain = Drain(run.workers.totals()[1], committed_only=run.scenario.client.transactions is not None)
 
     def drained() -> bool:
         run.show("draining consumers")
-        return min(run.workers.consumed().values(), default=acked) >= acked
+        return drain.done(run.workers.consumed())
 
     if run.workers.consumers:
         with contextlib.suppress(WaitTimeout):
-            wait_until(drained, 30, interval_s=0.5, what="the consumer groups to read every acked message")
+            wait_until(drained, DRAIN_S, interval_s=0.5, what="the consumer groups to read every acked message")
     run.show("final read")
     run.events.write(records.FinalReadStart())
     ends = load.final_read(run.conn, run.topic, run.run_id, run.run_dir / "ledger" / "consume")
