@@ -142,15 +142,15 @@ class HealReport:
 def heal(runner: PlaybookRunner, inventory_path: Path, journal: Journal | None = None,
          ensure_started: bool = True, nodes_up: Callable[[], bool] | None = None) -> HealReport:
     """Revert every outstanding fault of this inventory, then start whatever is still down
-    (start.yml). With `nodes_up` (whether every node is seen to run: cluster.every_node_up),
-    start.yml is left out when no fault was outstanding and every node is up: a healthy
-    cluster is healed in a second, not in the twenty of a playbook that changes nothing."""
+    (start.yml). With `nodes_up` (whether every node is seen to run: cluster.every_node_up, which
+    the caller may give time), start.yml is left out when every node is up after the reverts: a
+    healthy cluster is healed in a second, not in the twenty of a playbook that changes nothing."""
     injector = AnsibleFaultInjector(runner, inventory_path, journal)
     outstanding = injector.journal.outstanding(str(Path(inventory_path).resolve()))
     outstanding.sort(key=lambda r: spec_of(r.kind).heal_order)  # e.g. ZooKeeper before the brokers
     for record in outstanding:
         injector.revert(record)
-    if not ensure_started or (not outstanding and nodes_up is not None and nodes_up()):
+    if not ensure_started or (nodes_up is not None and nodes_up()):
         return HealReport(outstanding, None)
     start = runner.run("start.yml", inventory_path)
     if not start.ok:

@@ -56,6 +56,11 @@ OBSERVE_S = 10.0
 # A transactional run's readers (read_committed) never see the aborted transactions' messages, so
 # there the wait ends once their counts have stood still for DRAIN_QUIET_S instead.
 DRAIN_S = 30.0
+# A broker a scheduled heal started near the end of the load may not be up yet when the run ends:
+# ZooKeeper mode keeps it from registering until its old session expires (18 s), and a killed
+# broker recovers its logs first. The heal after the run gives it this long before it falls back
+# to start.yml (whose playbook alone takes longer than that wait, ~40 s on 2 busy cores).
+HEAL_GRACE_S = 30.0
 DRAIN_QUIET_S = 5.0
 
 
@@ -390,15 +395,21 @@ def _heal_after(run: Run) -> None:
         return  # a cluster known only by its bootstrap address: no fault to heal, no host to start
     run.show("healing")
     run.events.write(records.HealAfterRun())
-    _heal(run)
+    _heal(run, grace_s=HEAL_GRACE_S)
     if run.steps:
         run.steps.active.clear()
 
 
-def _heal(run: Run) -> None:
-    """Revert what the journal holds; start.yml only when a node is down or cannot be seen."""
-    report = faults.heal(run.runner, run.inventory_path, run.journal,
-                         nodes_up=lambda: cluster.every_node_up(run.inventory, run.conn))
+def _heal(run: Run, grace_s: float = 0.0) -> None:
+    """Revert what the journal holds; start.yml only when a node is down or cannot be seen, also
+    after `grace_s` (a node a heal started during the run may still be on its way up)."""
+    def nodes_up() -> bool:
+        with contextlib.suppress(WaitTimeout):
+            return wait_until(lambda: cluster.every_node_up(run.inventory, run.conn), grace_s, interval_s=1.0,
+                              what="every node to be up")
+        return False
+
+    report = faults.heal(run.runner, run.inventory_path, run.journal, nodes_up=nodes_up)
     run.events.write(records.Healed(reverted=[r.fault_id for r in report.reverted],
                                     start_playbook=report.start is not None))
 
