@@ -120,9 +120,12 @@ test: install test-deps
 
 ## Everything `make test` runs and the long checks besides (marked `long`): the ZooKeeper -> KRaft
 ## migration and its rollback, the 3.9 -> 4.3 upgrade and the throttled reassignment, the broker
-## replaced by a new id, the KRaft rolling restart and unclean election with ELR on, the unclean-election, acks=1-below-min-ISR and
-## refused-write (seed 004) runs on ZooKeeper, the perf loops, the lab's ZooKeeper ensemble and
-## rolling restart, the KRaft lab. About 2 hours here.
+## replaced by a new id, the KRaft rolling restart, leader kill (and its comparison with
+## ZooKeeper) and unclean election with ELR on, the unclean-election, acks=1-below-min-ISR,
+## refused-write (seed 004), consumer-failover and check-mode runs on ZooKeeper, the secured
+## ZooKeeper cluster, the exactly-once run on the Java producer, the java and zookeeper roles'
+## Molecule scenarios, the perf loops, the lab's second deploy, kill-then-isolate run, ZooKeeper
+## ensemble and rolling restart, the KRaft lab. About 2.5 hours here.
 test-full: install test-deps
 	$(BIN)/python -m pytest -m 'not lab'
 	$(MAKE) test-lab LAB_TESTS=lab

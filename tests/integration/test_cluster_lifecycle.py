@@ -138,6 +138,7 @@ def test_faults_are_injected_and_kafka_bench_heal_reverts_them_all(deployed_clus
     assert "no fault to revert" in again.stderr and "start.yml: 0 change(s)" in again.stderr
 
 
+@pytest.mark.long  # check mode on a running cluster is in `make test` on KRaft (test_kraft.py)
 def test_check_mode_works_on_the_running_cluster(deployed_cluster, runner):
     result = assert_ok(runner.run("site.yml", LOCAL_INVENTORY, check=True))
     assert result.count("changed") == 0, result.stats.get("changed")

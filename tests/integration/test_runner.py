@@ -212,6 +212,7 @@ def test_exactly_once_under_a_leader_kill_loses_no_commit_and_shows_no_aborted_w
     assert summary.transactions.client in analysed.verdict
 
 
+@pytest.mark.long  # ~3 min; the rebalance analysis is checked on hand-built ledgers (tests/analysis/test_consumers.py)
 def test_a_member_leaving_its_group_is_a_rebalance_that_moves_its_partitions_and_skips_nothing(deployed_cluster, runner,
                                                                                              tmp_path):
     """Seed 001's consumer failover, for real: three members share 13 partitions and one leaves;

@@ -103,11 +103,13 @@ def test_brokers_cpu_is_read_over_ssh_from_their_own_hosts(lab, lab_cluster):
     assert used is not None and 0 < used < 3 * 2 * os.cpu_count(), used
 
 
+@pytest.mark.long  # a second deployment over SSH; changed=0 is checked on every local cluster in `make test`
 def test_second_deploy_changes_nothing(lab_cluster, runner):
     result = assert_ok(runner.run("site.yml", LAB))
     assert result.count("changed") == 0, result.stats.get("changed")
 
 
+@pytest.mark.long  # a 95 s run on top of the lab's deployment: `make test-lab LAB_TESTS=lab`
 def test_acks_all_writes_go_on_through_a_broker_kill_and_a_host_isolation(lab_cluster, runner, tmp_path):
     """Run through the cp-ansible layout of the lab (inventories/lab-cp-ansible): the faults, heals
     and log collection find the brokers in kafka_broker, by cp-ansible's ids, and act on services
