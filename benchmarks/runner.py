@@ -56,12 +56,12 @@ OBSERVE_S = 10.0
 # A transactional run's readers (read_committed) never see the aborted transactions' messages, so
 # there the wait ends once their counts have stood still for DRAIN_QUIET_S instead.
 DRAIN_S = 30.0
+DRAIN_QUIET_S = 5.0
 # A broker a scheduled heal started near the end of the load may not be up yet when the run ends:
 # ZooKeeper mode keeps it from registering until its old session expires (18 s), and a killed
 # broker recovers its logs first. The heal after the run gives it this long before it falls back
 # to start.yml (whose playbook alone takes longer than that wait, ~40 s on 2 busy cores).
 HEAL_GRACE_S = 30.0
-DRAIN_QUIET_S = 5.0
 
 
 @dataclasses.dataclass
