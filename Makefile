@@ -120,9 +120,10 @@ test: install test-deps
 
 ## Everything `make test` runs and the long checks besides (marked `long`): the ZooKeeper -> KRaft
 ## migration and its rollback, the 3.9 -> 4.3 upgrade and the throttled reassignment, the broker
-## replaced by a new id, the KRaft rolling restart, leader kill (and its comparison with
-## ZooKeeper) and unclean election with ELR on, the unclean-election, acks=1-below-min-ISR,
-## refused-write (seed 004), consumer-failover and check-mode runs on ZooKeeper, the secured
+## replaced by a new id, the KRaft rolling restart, active-controller kill, leader kill (and its
+## comparison with ZooKeeper) and unclean election with ELR on, the unclean-election,
+## acks=1-below-min-ISR, refused-write (seed 004), consumer-failover, runner-SIGKILL and
+## check-mode runs on ZooKeeper, the Apache archive's wrong checksum and the local archive, the secured
 ## ZooKeeper cluster, the exactly-once run on the Java producer, the java and zookeeper roles'
 ## Molecule scenarios, the perf loops, the lab's second deploy, kill-then-isolate run, ZooKeeper
 ## ensemble and rolling restart, the KRaft lab. About 2.5 hours here.

@@ -91,6 +91,7 @@ def test_apache_archive_install_verifies_the_published_checksum(runner, target, 
     assert second.count("changed") == 0
 
 
+@pytest.mark.long  # a tampered checksum is refused on the Maven source in `make test`
 def test_apache_archive_with_a_wrong_checksum_is_refused(runner, target, mirror, tmp_path):
     result = runner.run(PLAYBOOK, target, extravars={
         "kafka_install_source": "apache_archive", "kafka_apache_mirror": f"file://{mirror}",
@@ -101,6 +102,7 @@ def test_apache_archive_with_a_wrong_checksum_is_refused(runner, target, mirror,
     assert not (tmp_path / f"{HOME}.tgz").exists()
 
 
+@pytest.mark.long
 def test_local_archive_install(runner, target, mirror, maven_install, tmp_path):
     archive = mirror / "kafka" / "3.9.2" / f"{HOME}.tgz"
     checksum = "sha512:" + hashlib.sha512(archive.read_bytes()).hexdigest()

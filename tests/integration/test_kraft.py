@@ -124,6 +124,7 @@ def suite(name: str, directory: str = "kraft", elr: bool | None = None) -> sc.Sc
     return scenario
 
 
+@pytest.mark.long  # in `make test` the nemesis' kills take controllers down with their combined nodes
 def test_active_controller_kill_elects_another_and_the_timeline_shows_it(kraft, runner, tmp_path):
     """controller-kill {active: true} through its playbook under acks=all load: another
     controller leads the quorum at a higher epoch, the run's timeline shows the change, the

@@ -280,6 +280,9 @@ def test_a_refused_write_is_recorded_with_the_brokers_error_behind_its_timeout(d
     assert {(e["error"], e["cause"]) for e in analysed.errors} >= {("_MSG_TIMED_OUT", "NOT_ENOUGH_REPLICAS")}
 
 
+# Long: `make test` SIGKILLs the runner mid-fault in the lab (tests/lab/test_lab.py) and heals the
+# local cluster from its journal alone (test_cluster_lifecycle.py).
+@pytest.mark.long
 def test_heal_after_the_runner_was_killed_during_a_fault(deployed_cluster, tmp_path):
     scenario_file = tmp_path / "long-fault.yml"
     scenario_file.write_text(json.dumps({"scenario": {
