@@ -235,9 +235,8 @@ def test_a_cluster_given_only_by_its_bootstrap_runs_load_and_report_and_refuses_
 def test_a_nemesis_of_ten_leader_kills_heals_each_loses_nothing_and_measures_each(kraft, runner, tmp_path, spark):
     """The evidence suite's safe profile, compressed: partition 0's leader SIGKILLed every 28 s
     (14 due, for 10 to act: 9 of 11 did on a slow day), each kill healed 3 s after it acted, at
-    most one node down. At least 10 kills
-    acted, every one was healed, each has its own recovery figures in the report, nothing
-    acknowledged was lost, and the report counts the kills. (A kill and its heal are two
+    most one node down. At least 10 kills acted, every one was healed, each has its own recovery
+    figures in the report, nothing acknowledged was lost, and the report counts the kills. (A kill and its heal are two
     playbooks, run one after the other: 8 to 11.5 s from intent to healed on this machine at its
     usual speed, up to 26 s on a day it ran 1.7 times slower, when a kill every 15 s had 3 of 11
     skipped by the bound of one node down. Kills waiting for a recovered cluster, as the suite's
