@@ -124,7 +124,7 @@ test: install test-deps
 ## comparison with ZooKeeper) and unclean election with ELR on, the unclean-election,
 ## acks=1-below-min-ISR, refused-write (seed 004), consumer-failover, runner-SIGKILL and
 ## check-mode runs on ZooKeeper, the Apache archive's wrong checksum and the local archive, the secured
-## ZooKeeper cluster, the exactly-once run on the Java producer, the java and zookeeper roles'
+## ZooKeeper cluster, the exactly-once run on the Java producer, the roles'
 ## Molecule scenarios, the perf loops, the lab's second deploy, kill-then-isolate run, ZooKeeper
 ## ensemble and rolling restart, the KRaft lab. About 2.5 hours here.
 test-full: install test-deps
@@ -142,7 +142,7 @@ test-cluster: install perf-deps
 	$(BIN)/python -m pytest tests/integration
 
 test-roles: install
-	$(BIN)/python -m pytest tests/roles
+	$(BIN)/python -m pytest -m 'not lab' tests/roles
 
 ## The lab: hosts on this machine (network namespaces with their own /etc, /opt, /var and an
 ## sshd), deployed over SSH with the same playbooks; torn down afterwards, also when a test fails.

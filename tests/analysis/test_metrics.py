@@ -9,7 +9,7 @@ import pytest
 from pyspark.sql import functions as F
 from pyspark.testing import assertDataFrameEqual
 
-from benchmarks.analysis import metrics, schemas
+from benchmarks.analysis import metrics, schemas, transactions
 from tests.analysis import ledgers
 from tests.analysis.ledgers import RUN, ns
 
@@ -190,6 +190,9 @@ def test_a_leader_elected_after_the_load_is_no_failover(spark):
 def test_summary_row(analysis):
     (row,) = analysis.summary.collect()
     assert tuple(row.asDict()) == metrics.RUN_COLUMNS
+    # A run without transactions has null transaction columns (not zeros: no transaction was checked).
+    assert {c: row[c] for c in (*transactions.TXN_COLUMNS, "txn_client")} == dict.fromkeys(
+        (*transactions.TXN_COLUMNS, "txn_client"))
     assert (row.faults_injected, row.injections_with_loss, row.trial, row.trials, row.trials_with_loss) == (1, 1, 1, 1, 1)
     assert (row.sent, row.acked, row.failed, row.indeterminate, row.lost, row.unseen, row.duplicates,
             row.reordered) == (16, 13, 2, 1, 1, 1, 1, 1)

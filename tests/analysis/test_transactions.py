@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from pyspark.testing import assertDataFrameEqual
 
-from benchmarks.analysis import metrics, schemas, transactions
+from benchmarks.analysis import schemas, transactions
 from benchmarks.codes import FINAL_READ, FINAL_READ_COMMITTED
 from benchmarks.report.verdict import transactions_said
 
@@ -101,11 +101,3 @@ def test_the_run_counts_and_the_verdict_name_every_anomaly(spark):
     assert broken
     assert "1 committed transaction LOST" in said and "1 aborted transaction READ" in said
     assert "2 transactions TORN" in said and "held back up to 2.0 s" in said and "librdkafka 2.12.1" in said
-
-
-def test_a_run_without_transactions_has_null_transaction_columns(spark):
-    from tests.analysis import ledgers
-
-    result = metrics.analyse(*ledgers.frames(spark), gap_threshold_s=2.0, expected_acks=0)
-    rows = result.summary.select(*transactions.TXN_COLUMNS, "txn_client").collect()
-    assert rows and all(v is None for r in rows for v in r)

@@ -17,13 +17,11 @@ ROLES = sorted(p.parents[2].name for p in (ROOT / "roles").glob("*/molecule/defa
 pytestmark = pytest.mark.slow
 
 
-# `make test` runs the kafka role's scenario, which converges the zookeeper role on the way (the
-# java role runs in every site.yml of the integration tests); the java and zookeeper roles' own
-# scenarios are `make test-full`'s.
-IN_MAKE_TEST = {"kafka"}
-
-
-@pytest.mark.parametrize("role", [r if r in IN_MAKE_TEST else pytest.param(r, marks=pytest.mark.long) for r in ROLES])
+# The scenarios are `make test-full`'s and `make test-roles`'s (marked `long`): `make test` deploys
+# the same roles from nothing through site.yml on ZooKeeper, KRaft and the lab, and checks that a
+# second run changes nothing and that check mode works (tests/integration), so its time goes there.
+@pytest.mark.long
+@pytest.mark.parametrize("role", ROLES)
 def test_molecule_scenario(role):
     # Molecule runs ansible-config and ansible-playbook from PATH: put this environment's first.
     env = {**os.environ, "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]),
