@@ -142,9 +142,11 @@ def results_by_mode(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="session")
 def spark():
-    """One SparkSession for every test that analyses ledgers (local[2], quiet)."""
-    from benchmarks.analysis.session import spark_session
+    """One SparkSession for every test that analyses ledgers (local[2], quiet). Interpreted
+    expressions, as `kafka-bench report` runs an input this small (session.fit_codegen)."""
+    from benchmarks.analysis.session import CODEGEN_MODE, spark_session
 
-    session = spark_session("local[2]", {"spark.sql.shuffle.partitions": "2"}, app_name="kafka-bench-tests")
+    session = spark_session("local[2]", {"spark.sql.shuffle.partitions": "2", CODEGEN_MODE: "NO_CODEGEN"},
+                            app_name="kafka-bench-tests")
     yield session
     session.stop()

@@ -16,7 +16,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from benchmarks.analysis import inputs, metrics, trials
-from benchmarks.analysis.session import spark_session
+from benchmarks.analysis.session import fit_codegen, spark_session
 from benchmarks.report import html
 from benchmarks.report.collect import ReportData, collect
 from benchmarks.report.verdict import trials_verdict, verdict
@@ -93,6 +93,7 @@ def build(root: str, out_dir: Path | None = None, master: str = "local[*]", conf
             raise inputs.InputError(f"{root} is not a local directory: give --out DIR for the report")
     spark = spark_session(master, conf)
     found = inputs.read(spark, root)
+    fit_codegen(spark, found.produce.count(), conf)
     analysis = metrics.analyse(found.runs, found.events, found.produce, found.consume, found.timeline,
                                gap_threshold_s=gap_threshold_s, txns=found.txns, changes=found.changes)
     events = [row.asDict() for row in found.events.collect()]
