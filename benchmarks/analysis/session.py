@@ -32,8 +32,9 @@ DEFAULTS = {
 
 # Spark compiles generated Java (Janino) for the expressions of every plan it runs. The analysis
 # runs ~200 small jobs, so for a small input the compiles outweigh what they save. Measured here
-# (`kafka-bench report` of a synthetic run, cold JVM, 2 cores): at 1M messages compiled 134 s,
-# interpreted 184 s; at 100k 96 s and 91 s; the tests' hand-built runs 71 s and 50 s.
+# (2 cores; read, analyse and collect, fresh session then warm): the tests' three hand-built runs
+# 68 s / 50 s compiled, 62 s / 42 s interpreted; a synthetic run of 1M messages 134 s / 57 s
+# compiled, 184 s / 66 s interpreted.
 CODEGEN_MODE = "spark.sql.codegen.factoryMode"
 INTERPRETED_BELOW = 200_000  # messages in the produce ledgers
 
