@@ -19,7 +19,8 @@ pytestmark = pytest.mark.slow
 
 # The scenarios are `make test-full`'s and `make test-roles`'s (marked `long`): `make test` deploys
 # the same roles from nothing through site.yml on ZooKeeper, KRaft and the lab, and checks that a
-# second run changes nothing and that check mode works (tests/integration), so its time goes there.
+# second run changes nothing (ZooKeeper, KRaft) and that check mode works (KRaft), in
+# tests/integration, so its time goes there.
 @pytest.mark.long
 @pytest.mark.parametrize("role", ROLES)
 def test_molecule_scenario(role):
