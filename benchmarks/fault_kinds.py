@@ -152,13 +152,19 @@ class FaultSpec(Strict):
     """What every kind has: when it is injected and healed, in seconds into the measured phase.
     A fault with `every_s` recurs (a nemesis): injected at `at_s` (default: `every_s`) and every
     `every_s` seconds after, until `until_s` (default: the end of the workload's duration), each
-    injection healed `duration_s` after it acted and resolving its target anew."""
+    injection healed `duration_s` after it acted and resolving its target anew. With `count`
+    instead of `until_s`, that many are due, and each one skipped is made up for by one more at
+    the end of the schedule (at most `count` more), the load going on past the workload's duration
+    until they have acted."""
 
     at_s: Annotated[float, Field(ge=0)] | None = None  # required for a one-off fault
     heal_at_s: Annotated[float, Field(ge=0)] | None = None  # None: healed at the end of the run
     every_s: Annotated[float, Field(gt=0)] | None = None
     duration_s: Annotated[float, Field(gt=0)] | None = None
     until_s: Annotated[float, Field(gt=0)] | None = None
+    # How many injections must act: each one skipped (a cluster not recovered in time, no target,
+    # max_brokers_down) is made up for at the end of the schedule. None: those due until until_s.
+    count: Annotated[int, Field(ge=1)] | None = None
     # Before injecting, wait up to this long for a recovered cluster (every node up, every partition
     # led with its full ISR, a quorum leader): each injection then starts from the same state, and
     # one whose cluster does not recover in time is skipped with what was still wrong. None: on time.
@@ -176,7 +182,7 @@ class FaultSpec(Strict):
     @model_validator(mode="after")
     def _when(self) -> FaultSpec:
         if self.every_s is None:
-            recurring = [f for f in ("duration_s", "until_s") if getattr(self, f) is not None]
+            recurring = [f for f in ("duration_s", "until_s", "count") if getattr(self, f) is not None]
             if recurring:
                 raise ValueError(f"{' and '.join(recurring)} belong to a recurring fault: set every_s too, or heal "
                                  "a one-off fault with heal_at_s")
@@ -188,6 +194,9 @@ class FaultSpec(Strict):
                                  "injection duration_s after it acted")
             if self.duration_s is None:
                 raise ValueError("duration_s is required with every_s: how long each injection lasts")
+            if self.count is not None and self.until_s is not None:
+                raise ValueError("count and until_s both end a recurring fault: give one (count: that many "
+                                 "injections act, the load going on as long as they need)")
             if self.until_s is not None and self.until_s <= self.first_s:
                 raise ValueError(f"until_s ({self.until_s:g}) must come after the first injection ({self.first_s:g} s)")
         if self.heal_at_s is not None and self.heal_at_s <= self.first_s:
@@ -201,16 +210,21 @@ class FaultSpec(Strict):
 
     def occurrences(self, end_s: float) -> list[FaultSpec]:
         """The fault's injections as one-off faults: itself, or a recurring fault's every
-        injection from first_s until until_s (or `end_s`, the workload's end), each healed
-        duration_s after it."""
+        injection from first_s until until_s (or `end_s`, the workload's end), or its `count`
+        first ones, each healed duration_s after it."""
         if self.every_s is None or self.duration_s is None:
             return [self]
-        until, out, at = min(self.until_s or end_s, end_s), [], self.first_s
-        while at < until:
-            out.append(self.model_copy(update={"at_s": at, "heal_at_s": at + self.duration_s, "every_s": None,
-                                               "duration_s": None, "until_s": None}))
+        until, at = min(self.until_s or end_s, end_s), self.first_s
+        out: list[FaultSpec] = []
+        while len(out) < self.count if self.count is not None else at < until:
+            out.append(self.once(at))
             at = round(at + self.every_s, 9)
         return out
+
+    def once(self, at_s: float) -> FaultSpec:
+        """A recurring fault's injection at `at_s`, as a one-off fault healed duration_s after it."""
+        return self.model_copy(update={"at_s": at_s, "heal_at_s": at_s + (self.duration_s or 0.0), "every_s": None,
+                                       "duration_s": None, "until_s": None, "count": None})
 
     @property
     def target_words(self) -> str:
@@ -225,14 +239,15 @@ class FaultSpec(Strict):
         what = f"{self.kind}{f' ({target})' if target else ''}"
         if self.every_s is not None:
             until = f" until {self.until_s:g} s" if self.until_s is not None else ""
-            return f"{what} every {self.every_s:g} s from {self.first_s:g} s{until}, {self.duration_s:g} s each"
+            count = f", {self.count} to act" if self.count is not None else ""
+            return f"{what} every {self.every_s:g} s from {self.first_s:g} s{until}, {self.duration_s:g} s each{count}"
         healed = f", healed at {self.heal_at_s:g} s" if self.heal_at_s is not None else ""
         return f"{what} at {self.first_s:g} s{healed}"
 
     def schedule_entry(self) -> dict[str, Any]:
         """The fault as data, as the run records it (summary.json's fault_schedule)."""
         return {"kind": self.kind, "target": self.target_words, "at_s": self.first_s, "heal_at_s": self.heal_at_s,
-                "every_s": self.every_s, "duration_s": self.duration_s, "until_s": self.until_s}
+                "every_s": self.every_s, "duration_s": self.duration_s, "until_s": self.until_s, "count": self.count}
 
     def resolve(self, situation: Situation) -> Resolved:
         raise NotImplementedError
@@ -262,6 +277,8 @@ class Injection:
     fault: FaultSpec  # one-off: at_s and heal_at_s say when
     name: str  # the scenario's entry: "faults[0]", a recurring fault's "faults[0] #3"
     every_s: float | None = None  # a recurring fault's period: the next injection is due this much later
+    entry: str = ""  # the scenario's entry it is of: "faults[0]"
+    counted: FaultSpec | None = None  # the recurring fault with a `count` it is one of: a skipped one is made up for
 
     @property
     def recurring(self) -> bool:

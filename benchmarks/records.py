@@ -33,6 +33,7 @@ class ScheduledFault(Record):
     every_s: float | None = None        # a recurring fault: injected this often,
     duration_s: float | None = None     # each injection healed this long after it acted,
     until_s: float | None = None        # until then (None: the end of the workload)
+    count: int | None = None            # or until this many acted (skipped ones made up for)
 
 
 class SweepValue(Record):
@@ -211,14 +212,15 @@ class FaultIntent(Event):
 
 
 class FaultSkipped(Event):
-    """An injection of the schedule not carried out: as many brokers as the scenario's
-    max_brokers_down were under a fault when it was due."""
+    """An injection of the schedule not carried out: the cluster had not recovered in time, it
+    found no target, or as many brokers as the scenario's max_brokers_down were under a fault."""
 
     event: Literal["fault-skipped"] = "fault-skipped"
     kind: str
     step: str  # the scenario's entry: "faults[0] #7"
     reason: str
     scheduled_ns: int
+    made_up_by: str | None = None  # a recurring fault with a count: the injection added for it ("faults[0] #65")
 
 
 class FaultInjected(Event):

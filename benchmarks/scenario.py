@@ -221,8 +221,9 @@ class Scenario(Strict):
         its entry ("faults[0]", a recurring one's "faults[0] #3")."""
         out = []
         for index, fault in enumerate(self.faults):
-            numbered = fault.every_s is not None
-            out += [Injection(one, f"faults[{index}]" + (f" #{n}" if numbered else ""), fault.every_s)
+            entry, numbered = f"faults[{index}]", fault.every_s is not None
+            counted = fault if fault.count is not None else None
+            out += [Injection(one, entry + (f" #{n}" if numbered else ""), fault.every_s, entry, counted)
                     for n, one in enumerate(fault.occurrences(self.workload.duration_s), 1)]
         return sorted(out, key=lambda injection: injection.fault.first_s)
 

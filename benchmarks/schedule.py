@@ -96,6 +96,9 @@ class Controller:
         self.procedures, self.run_playbook, self.topic = list(procedures), run_playbook, topic
         if self.procedures and run_playbook is None:
             raise ValueError("procedures need run_playbook")
+        self.warmup_s = warmup_s
+        # Make-ups left for each recurring fault with a count (by entry): one per injection skipped.
+        self._make_ups = {i.entry: i.counted.count for i in self.injections if i.counted and i.counted.count}
         self.steps = sorted([Step(warmup_s + f.first_s * factor, INJECT, i) for i, f in enumerate(self.faults)]
                             + [Step(warmup_s + at_s * factor, KILL_CONSUMER, group) for group, at_s in consumer_kills]
                             + [Step(warmup_s + p.at_s * factor, PROCEDURE, i) for i, p in enumerate(self.procedures)])
@@ -225,8 +228,26 @@ class Controller:
         return due_s + min(wait, injection.every_s) * self.factor if injection.every_s else due_s + wait * self.factor
 
     def _skip(self, injection: Injection, due_ns: int, reason: str) -> None:
+        made_up = self._make_up(injection)
         self.events.write(records.FaultSkipped(kind=injection.fault.kind, step=injection.name, scheduled_ns=due_ns,
-                                               reason=reason))
+                                               reason=reason, made_up_by=made_up.name if made_up else None))
+
+    def _make_up(self, skipped: Injection) -> Injection | None:
+        """For an injection of a recurring fault with a count, skipped: one more of that fault, due
+        a period after its last, while it has make-ups left (its count: at most twice as many due)."""
+        recurring = skipped.counted
+        if recurring is None or recurring.every_s is None or not self._make_ups.get(skipped.entry):
+            return None
+        with self._lock:
+            self._make_ups[skipped.entry] -= 1
+            same = [i for i in self.injections if i.entry == skipped.entry]
+            at_s = round(max(i.fault.first_s for i in same) + recurring.every_s, 9)
+            made_up = dataclasses.replace(skipped, fault=recurring.once(at_s), name=f"{skipped.entry} #{len(same) + 1}")
+            self.injections.append(made_up)
+            self.faults.append(made_up.fault)
+            index = len(self.injections) - 1
+        self._add(Step(self.warmup_s + at_s * self.factor, INJECT, index))
+        return made_up
 
     def _heal(self, index: int, due_ns: int) -> None:
         record = self.records[index]

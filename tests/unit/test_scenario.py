@@ -415,6 +415,7 @@ def test_the_evidence_suite_kills_the_leader_at_least_60_times_and_repeats_its_c
     for shape in (THREE_BROKERS, KRAFT_SHAPE):
         [safe] = [r.scenario for r in sc.load(suite / "00-safe-profile-leader-kills.yml", shape)]
         assert safe is not None and len(safe.injections()) >= 60 and not safe.quick
+        assert safe.faults[0].count == len(safe.injections()), "a skipped kill is made up for: that many act"
         w, producer = safe.workload, safe.client.producer
         assert (safe.client.acks, w.replication_factor, w.min_insync_replicas, w.unclean_leader_election,
                 producer["enable.idempotence"]) == ("all", 3, 2, False, True)
@@ -455,6 +456,7 @@ def test_the_evidence_suite_checks_exactly_once_under_leader_and_coordinator_kil
     for path in files:
         librdkafka, java = [run.scenario for run in sc.load(path)]
         assert librdkafka and java and librdkafka.client.transactions and len(librdkafka.injections()) == 10
+        assert librdkafka.faults[0].count == 10, "ten kills act, a skipped one made up for"
         assert (librdkafka.client.producer_library, java.client.producer_library) == ("librdkafka", "java")
         assert librdkafka.model_copy(update={"client": java.client, "name": java.name}) == java
         targets.append(librdkafka.faults[0].target.words)

@@ -371,7 +371,8 @@ def test_a_recurring_fault_is_an_injection_every_period_each_healed_after_its_du
     assert [i.recurring for i in s.injections()] == [True, True, False, True, True, True, True]
     assert s.faults[0].label == "broker-kill (leader of 0) every 10 s from 10 s, 4 s each"
     assert s.faults[1].schedule_entry() == {"kind": "broker-pause", "target": "random broker", "at_s": 5,
-                                            "heal_at_s": None, "every_s": 20, "duration_s": 2, "until_s": 30}
+                                            "heal_at_s": None, "every_s": 20, "duration_s": 2, "until_s": 30,
+                                            "count": None}
 
 
 @pytest.mark.parametrize(("fault", "message"), [
@@ -382,6 +383,9 @@ def test_a_recurring_fault_is_an_injection_every_period_each_healed_after_its_du
     ({"kind": "broker-kill", "every_s": 5, "duration_s": 2, "until_s": 5}, "until_s (5) must come after the first"),
     ({"kind": "broker-kill", "every_s": 5, "duration_s": 2, "until_s": 50}, "until_s (50) must not pass workload.duration_s"),
     ({"kind": "broker-kill", "every_s": 60, "duration_s": 2}, "faults[0].every_s (60): the first injection must fall"),
+    ({"kind": "broker-kill", "at_s": 1, "count": 3}, "count belong to a recurring fault"),
+    ({"kind": "broker-kill", "every_s": 5, "duration_s": 2, "until_s": 15, "count": 3}, "count and until_s both end"),
+    ({"kind": "broker-kill", "every_s": 5, "duration_s": 2, "count": 0}, "greater than or equal to 1"),
 ])
 def test_a_recurring_fault_is_validated(fault, message):
     from benchmarks import scenario as sc
@@ -402,6 +406,38 @@ def test_an_injection_due_while_max_brokers_down_are_down_is_skipped_and_recorde
     assert [(e["step"], e["scheduled_ns"]) for e in skipped] == [("faults[0] #2", START + 6 * S),
                                                                  ("faults[0] #4", START + 10 * S)]
     assert skipped[0]["reason"].endswith("max_brokers_down is 1") and not steps.invalid
+
+
+def test_a_recurring_fault_with_a_count_makes_up_for_each_injection_skipped_at_the_end_of_its_schedule():
+    """A kill every 2 s lasting 3 s, three to act, at most one broker down: the second and the
+    fourth are skipped, each made up for by one more a period after the last one due, so that
+    three act, past the workload's duration (the load goes on while steps are pending)."""
+    s = nemesis([{"kind": "broker-kill", "every_s": 2, "duration_s": 3, "count": 3}], duration_s=5, max_brokers_down=1)
+    assert [(i.name, i.fault.at_s, i.fault.heal_at_s) for i in s.injections()] == [
+        ("faults[0] #1", 2, 5), ("faults[0] #2", 4, 7), ("faults[0] #3", 6, 9)]
+    assert s.faults[0].label == "broker-kill (random broker) every 2 s from 2 s, 3 s each, 3 to act"
+    assert s.faults[0].schedule_entry()["count"] == 3
+    steps, injector, events, spawned = scenario_controller(s)
+    run_every_step(steps, spawned)
+    assert [(c[0], c[3]) for c in injector.calls] == [
+        ("inject", START + 4 * S), ("revert", START + 7 * S), ("inject", START + 8 * S), ("revert", START + 11 * S),
+        ("inject", START + 12 * S), ("revert", START + 15 * S)]
+    assert [(e["step"], e["scheduled_ns"], e["made_up_by"]) for e in events.named("fault-skipped")] == [
+        ("faults[0] #2", START + 6 * S, "faults[0] #4"), ("faults[0] #4", START + 10 * S, "faults[0] #5")]
+    assert len(events.named("fault-injected")) == 3 and not steps.invalid
+
+
+def test_a_recurring_fault_with_a_count_makes_up_for_at_most_count_skipped():
+    """A broker stopped from 1 s to 20 s, and two kills to act every 2 s with at most one broker
+    down: both are skipped, both made up for, and the make-ups skipped too are not made up for."""
+    s = nemesis([{"kind": "broker-stop", "at_s": 1, "heal_at_s": 20},
+                 {"kind": "broker-kill", "every_s": 2, "duration_s": 1, "count": 2}], duration_s=30, max_brokers_down=1)
+    steps, injector, events, spawned = scenario_controller(s)
+    run_every_step(steps, spawned)
+    assert [c[:2] for c in injector.calls] == [("inject", "broker-stop"), ("revert", "broker-stop")]
+    assert [(e["step"], e["made_up_by"]) for e in events.named("fault-skipped")] == [
+        ("faults[1] #1", "faults[1] #3"), ("faults[1] #2", "faults[1] #4"), ("faults[1] #3", None),
+        ("faults[1] #4", None)]
 
 
 def test_an_injection_of_a_recurring_fault_without_a_target_is_skipped_a_one_off_fails_the_run():
