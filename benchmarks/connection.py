@@ -22,10 +22,12 @@ PROFILES = ("plaintext", "tls", "mtls", "sasl_ssl")
 #: (producer and consumer behaviour belongs to the scenario's client profile).
 _ALLOWED_KEYS = ("bootstrap.servers", "security.protocol", "client.dns.lookup")
 _ALLOWED_PREFIXES = ("ssl.", "sasl.", "enable.ssl.")
-_SECRET_WORDS = ("password", "secret", ".pem", "token")  # a setting whose key holds one of them holds a secret
+# A setting whose key holds one of these holds a secret (the Java client's sasl.jaas.config: the password).
+_SECRET_WORDS = ("password", "secret", ".pem", "token", "jaas")
 
 
-def _secret(key: str) -> bool:
+def secret_key(key: str) -> bool:
+    """Whether a client setting of this key holds a secret."""
     return any(word in key for word in _SECRET_WORDS)
 _FILE_KEYS = ("ssl.ca.location", "ssl.certificate.location", "ssl.key.location", "ssl.keystore.location",
               "ssl.crl.location")
@@ -58,7 +60,7 @@ class Connection:
 
     def secrets(self) -> list[str]:
         """The secret values (passwords): what must never appear in an artifact."""
-        return [v for k, v in self.properties if _secret(k) and v]
+        return [v for k, v in self.properties if secret_key(k) and v]
 
     def summary(self) -> dict[str, Any]:
         """What a run directory may record about the connection: no secret, no key material."""
@@ -68,7 +70,7 @@ class Connection:
                 "sasl.mechanism": props.get("sasl.mechanism"), "sasl.username": props.get("sasl.username")}
 
     def __repr__(self) -> str:
-        shown = ", ".join(f"{k}={'***' if _secret(k) else v}" for k, v in self.properties)
+        shown = ", ".join(f"{k}={'***' if secret_key(k) else v}" for k, v in self.properties)
         return f"Connection({self.security} {self.bootstrap}{'; ' + shown if shown else ''})"
 
     __str__ = __repr__

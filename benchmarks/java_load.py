@@ -14,6 +14,7 @@ import json
 import shutil
 import signal
 import subprocess
+import tempfile
 import threading
 from pathlib import Path
 from typing import Any
@@ -22,7 +23,7 @@ from benchmarks import ledger, load
 from benchmarks import transactions as txns
 from benchmarks.ansible import PlaybookRunner, summarize_failures
 from benchmarks.codes import OUTCOMES
-from benchmarks.connection import Connection, ConnectionSettingsError, java_twin, parse_properties
+from benchmarks.connection import Connection, ConnectionSettingsError, java_twin, parse_properties, secret_key
 from benchmarks.paths import STATE_DIR
 
 VERSION = "4.3.1"  # the kafka-clients release (playbooks/java-client.yml's java_client_version)
@@ -113,8 +114,23 @@ def producer_main(args: load.ProducerArgs, counters: Any, slot: int, end: Any = 
     ledger_dir = Path(args.ledger_dir)
     ledger_dir.mkdir(parents=True, exist_ok=True)
     name = f"producer-{args.index:03d}"  # the librdkafka producer's names, and the program's beside them
-    conf, log = ledger_dir / f"{name}.java.properties", ledger_dir / f"{name}.java.log"
-    _write_properties(conf, settings(args))
+    log = ledger_dir / f"{name}.java.log"
+    # The program reads its settings, secrets inside, from a private directory removed when it ends;
+    # the run directory keeps them with every secret masked.
+    private = Path(tempfile.mkdtemp(prefix=f"kafka-bench-{name}-"))
+    conf, values = private / "producer.properties", settings(args)
+    _write_properties(conf, values)
+    _write_properties(ledger_dir / f"{name}.java.properties",
+                      {k: "***" if secret_key(k) else v for k, v in values.items()})
+    try:
+        _produce(args, counters, slot, end, conf, log, name)
+    finally:
+        shutil.rmtree(private, ignore_errors=True)
+
+
+def _produce(args: load.ProducerArgs, counters: Any, slot: int, end: Any, conf: Path, log: Path, name: str) -> None:
+    """Run the program on its settings file `conf` and write its rows into the ledgers."""
+    ledger_dir = Path(args.ledger_dir)
     java = shutil.which("java") or "java"
     stderr = log.open("w")
     proc = subprocess.Popen([java, "-cp", classpath(), MAIN_CLASS, str(conf)], stdin=subprocess.PIPE,

@@ -17,6 +17,7 @@ import re
 import stat
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -86,6 +87,21 @@ def secure_run(secure, tmp_path_factory) -> Path:
     done = run_cli("run", str(cluster.scenario), "-i", str(cluster.path), "--quick", "--seed", "3", "--results", str(results))
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     return results
+
+
+@pytest.fixture(scope="module")
+def secure_java_run(secure, tmp_path_factory) -> Path:
+    """A run on Kafka's Java producer whose every client goes through SASL_SSL: the producer reads
+    the <profile>-java.properties the kafka role wrote beside the librdkafka settings."""
+    cluster, _, _ = secure
+    out = tmp_path_factory.mktemp("secure-java")
+    scenario = out / "java-sasl.yml"
+    scenario.write_text("scenario:\n  name: java-sasl\n  workload: {partitions: 3, producers: 1, rate: 500, warmup_s: 2,"
+                        " duration_s: 12, consumer_groups: [{name: readers, consumers: 1}]}\n"
+                        "  client: {producer_library: java, producer: {acks: all, linger.ms: 5}}\n")
+    done = run_cli("run", str(scenario), "-i", str(cluster.path), "--seed", "3", "--results", str(out / "results"))
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    return out / "results"
 
 
 def _mode(path: Path) -> str:
@@ -163,6 +179,23 @@ def test_a_run_through_sasl_ssl_accounts_for_every_message(secure_run):
     assert (summary_path.parents[1] / "report.html").is_file()
 
 
+def test_kafkas_java_producer_runs_through_sasl_ssl_and_keeps_its_password_out_of_the_run(secure_java_run):
+    """Every message the Java producer sent through SASL_SSL acknowledged and read back; the run
+    directory keeps its settings with the JAAS login (the password) masked, and the private copy
+    it read them from is gone."""
+    [summary_path] = secure_java_run.glob("*/*/summary.json")
+    summary = json.loads(summary_path.read_text())
+    assert summary["security"] == "sasl_ssl" and summary["valid"], summary.get("invalid_reasons")
+    assert summary["sent"] > 4000 and summary["acked"] == summary["sent"] and summary["acked_lost"] == 0
+    assert summary["final_read"] == summary["acked"]
+    produce = summary_path.parent / "ledger" / "produce"
+    assert json.loads((produce / "producer-000.json").read_text())["client"].startswith("Kafka Java producer 4.3.1")
+    settings = _properties(produce / "producer-000.java.properties")
+    assert settings["producer.security.protocol"] == "SASL_SSL" and settings["producer.sasl.mechanism"] == "SCRAM-SHA-512"
+    assert settings["producer.sasl.jaas.config"] == "***"
+    assert not list(Path(tempfile.gettempdir()).glob("kafka-bench-producer-*")), "the private settings are removed"
+
+
 def test_the_benchmarks_user_may_touch_its_own_names_only(secure):
     """The ACLs grant the bench user topics named kb-... and groups kafka-bench-..., by prefix, and
     nothing else: a topic of another name cannot be created, a group of another name not joined."""
@@ -220,7 +253,7 @@ def _artifacts(*roots: Path) -> list[Path]:
     return [p for root in roots if root.exists() for p in root.rglob("*") if p.is_file() and not p.is_symlink()]
 
 
-def test_no_secret_in_any_artifact(secure, secure_run, runner):
+def test_no_secret_in_any_artifact(secure, secure_run, secure_java_run, runner):
     cluster, _, _ = secure
     state = cluster.state
     secrets = [p.read_text().strip() for p in (state / "secrets").iterdir()]
@@ -230,7 +263,7 @@ def test_no_secret_in_any_artifact(secure, secure_run, runner):
     needles = [s.encode() for s in secrets] + [b"PRIVATE KEY"] + [line.encode() for line in key_lines[:8]]
     found = []
     logs = [state / host / "logs" for host in ("broker0", "broker1", "broker2", "zk0")]
-    for path in _artifacts(secure_run, Path(runner.artifact_root), *logs):
+    for path in _artifacts(secure_run, secure_java_run, Path(runner.artifact_root), *logs):
         data = path.read_bytes()
         found += [f"{path}: {n[:12]!r}..." for n in needles if n in data]
     assert not found, found
