@@ -97,8 +97,6 @@ class Controller:
         if self.procedures and run_playbook is None:
             raise ValueError("procedures need run_playbook")
         self.warmup_s = warmup_s
-        # Make-ups left for each recurring fault with a count (by entry): one per injection skipped.
-        self._make_ups = {i.entry: i.counted.count for i in self.injections if i.counted and i.counted.count}
         self.steps = sorted([Step(warmup_s + f.first_s * factor, INJECT, i) for i, f in enumerate(self.faults)]
                             + [Step(warmup_s + at_s * factor, KILL_CONSUMER, group) for group, at_s in consumer_kills]
                             + [Step(warmup_s + p.at_s * factor, PROCEDURE, i) for i, p in enumerate(self.procedures)])
@@ -236,11 +234,12 @@ class Controller:
         """For an injection of a recurring fault with a count, skipped: one more of that fault, due
         a period after its last, while it has make-ups left (its count: at most twice as many due)."""
         recurring = skipped.counted
-        if recurring is None or recurring.every_s is None or not self._make_ups.get(skipped.entry):
+        if recurring is None or recurring.every_s is None or recurring.count is None:
             return None
         with self._lock:
-            self._make_ups[skipped.entry] -= 1
             same = [i for i in self.injections if i.entry == skipped.entry]
+            if len(same) >= 2 * recurring.count:  # count due, and as many made up for already
+                return None
             at_s = round(max(i.fault.first_s for i in same) + recurring.every_s, 9)
             made_up = dataclasses.replace(skipped, fault=recurring.once(at_s), name=f"{skipped.entry} #{len(same) + 1}")
             self.injections.append(made_up)
