@@ -111,6 +111,29 @@ class FaultTarget(Strict):
                 "controller" if self.controller else
                 "transaction coordinator" if self.transaction_coordinator else "random broker")
 
+    def moved(self, s: Situation, broker_id: int) -> str | None:
+        """Why `broker_id`, resolved as this target, no longer held the role it was chosen for on the
+        cluster as `s.status` shows it (another broker leads the partition, is the controller or the
+        transaction coordinator); None when it still did, when the target names no role (a broker,
+        a follower, random), or when the role has no holder to tell."""
+        status = s.status
+        if status is None:
+            return None
+        if self.leader_of is not None:
+            led = _partition(status, s.topic, self.leader_of)
+            role, holder = f"leader of {s.topic}-{self.leader_of}", led.leader if led else None
+        elif self.controller:
+            role, holder = "controller", status.controller_id
+        elif self.transaction_coordinator:
+            try:
+                holder, _ = _transaction_coordinator(status, s.transactional_id)
+            except FaultError:
+                return None
+            role = f"transaction coordinator of {s.transactional_id}"
+        else:
+            return None
+        return None if holder is None or holder == broker_id else f"the {role} was broker {holder}, not broker {broker_id}"
+
     def resolve(self, s: Situation) -> Resolved:
         """The broker this target names on the cluster as `s.status` shows it."""
         status, topic = s.status, s.topic
@@ -153,17 +176,18 @@ class FaultSpec(Strict):
     A fault with `every_s` recurs (a nemesis): injected at `at_s` (default: `every_s`) and every
     `every_s` seconds after, until `until_s` (default: the end of the workload's duration), each
     injection healed `duration_s` after it acted and resolving its target anew. With `count`
-    instead of `until_s`, that many are due, and each one skipped is made up for by one more at
-    the end of the schedule (at most `count` more), the load going on past the workload's duration
-    until they have acted."""
+    instead of `until_s`, that many are due, and each one skipped, or that missed its target (a
+    leader that moved before the kill acted), is made up for by one more at the end of the schedule
+    (at most `count` more), the load going on past the workload's duration until they have acted."""
 
     at_s: Annotated[float, Field(ge=0)] | None = None  # required for a one-off fault
     heal_at_s: Annotated[float, Field(ge=0)] | None = None  # None: healed at the end of the run
     every_s: Annotated[float, Field(gt=0)] | None = None
     duration_s: Annotated[float, Field(gt=0)] | None = None
     until_s: Annotated[float, Field(gt=0)] | None = None
-    # How many injections must act: each one skipped (a cluster not recovered in time, no target,
-    # max_brokers_down) is made up for at the end of the schedule. None: those due until until_s.
+    # How many injections must act on their target: each one skipped (a cluster not recovered in time,
+    # no target, max_brokers_down) or that missed (`moved`) is made up for at the end of the schedule.
+    # None: those due until until_s.
     count: Annotated[int, Field(ge=1)] | None = None
     # Before injecting, wait up to this long for a recovered cluster (every node up, every partition
     # led with its full ISR, a quorum leader): each injection then starts from the same state, and
@@ -178,6 +202,11 @@ class FaultSpec(Strict):
     needs_netem: ClassVar[bool] = False  # the hosts' kernel must have sch_netem (tc netem)
     needs_data_disk: ClassVar[bool] = False  # brokers whose data is on a filesystem of its own
     heal_order: ClassVar[int] = 1  # `heal` reverts outstanding faults of lower order first
+    # The target keeps what it was chosen for (leading a partition, being the controller) until the
+    # cluster notices the fault, seconds after it acted (a session expires): the cluster read just
+    # after the act tells whether that role had moved before it (`moved`). Not so for a controlled
+    # shutdown, which hands leadership over at once.
+    roles_outlive_act: ClassVar[bool] = False
 
     @model_validator(mode="after")
     def _when(self) -> FaultSpec:
@@ -252,6 +281,12 @@ class FaultSpec(Strict):
     def resolve(self, situation: Situation) -> Resolved:
         raise NotImplementedError
 
+    def moved(self, situation: Situation, resolved: Resolved) -> str | None:
+        """Why the fault, as it acted on `resolved`, missed what its target aims at: the role the
+        broker was chosen for held by another one on the cluster read just after the act (None: it
+        did not, or the kind cannot tell)."""
+        return None
+
     def extravars(self) -> dict[str, Any]:
         """The fault's options for its playbook (journaled with it, so `heal` reverts the same)."""
         return {}
@@ -318,6 +353,11 @@ class OnABroker(FaultSpec):
     def resolve(self, situation: Situation) -> Resolved:
         return self.target.resolve(situation)
 
+    def moved(self, situation: Situation, resolved: Resolved) -> str | None:
+        if not self.roles_outlive_act or resolved.broker_id is None:
+            return None
+        return self.target.moved(situation, resolved.broker_id)
+
     def workload_errors(self, partitions: int) -> list[tuple[str, str]]:
         return [(f"target.{field}", f"({partition}) is not a partition of a {partitions}-partition topic")
                 for field, partition in (("leader_of", self.target.leader_of), ("follower_of", self.target.follower_of))
@@ -338,6 +378,7 @@ class BrokerKill(OnABroker):
 
     kind: Literal["broker-kill"]
     playbook = "faults/broker-kill.yml"
+    roles_outlive_act = True
 
 
 class BrokerStop(OnABroker):
@@ -352,6 +393,7 @@ class BrokerPause(OnABroker):
 
     kind: Literal["broker-pause"]
     playbook = "faults/broker-pause.yml"
+    roles_outlive_act = True
 
 
 class BrokerRestart(OnABroker):

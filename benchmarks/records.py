@@ -229,6 +229,18 @@ class FaultInjected(Event):
     at_ns: int  # when the fault acted, on the runner's clock (a host's stamp less its clock offset)
 
 
+class FaultMissed(Event):
+    """A fault that acted on a broker the role it was aimed at had left between the target's
+    resolution and the act (a preferred-leader election moved the partition's leader, say): the
+    cluster read just after the act shows another broker in that role."""
+
+    event: Literal["fault-missed"] = "fault-missed"
+    fault_id: str
+    step: str  # the scenario's entry: "faults[0] #7"
+    reason: str  # "the leader of t-0 was broker 0, not broker 2, when the fault acted"
+    made_up_by: str | None = None  # a recurring fault with a count: the injection added for it
+
+
 class FaultHealStart(Event):
     event: Literal["fault-heal-start"] = "fault-heal-start"
     fault_id: str
@@ -312,7 +324,8 @@ class FinalReadEnd(Event):
 
 
 AnyEvent = Annotated[RunStart | HealBeforeRun | ClusterRecovered | FeatureFinalized | ClockOffsets | ProducePathWarm
-                     | LoadStart | FaultIntent | FaultSkipped | FaultInjected | FaultHealStart | FaultHealed | ScheduleStepFailed
+                     | LoadStart | FaultIntent | FaultSkipped | FaultInjected | FaultMissed | FaultHealStart | FaultHealed
+                     | ScheduleStepFailed
                      | ProcedureStart | ProcedurePlay | ProcedureEnd
                      | ConsumerKilled | LoadEnd | HealAfterRun | Healed | FinalReadStart | FinalReadEnd,
                      Field(discriminator="event")]
@@ -325,5 +338,5 @@ def event_name(model: type[Event]) -> str:
 
 
 FAULT_INTENT, FAULT_INJECTED, FAULT_HEALED = (event_name(m) for m in (FaultIntent, FaultInjected, FaultHealed))
-FAULT_SKIPPED = event_name(FaultSkipped)
+FAULT_SKIPPED, FAULT_MISSED = event_name(FaultSkipped), event_name(FaultMissed)
 PROCEDURE_START, PROCEDURE_PLAY, PROCEDURE_END = (event_name(m) for m in (ProcedureStart, ProcedurePlay, ProcedureEnd))

@@ -79,6 +79,7 @@ class Snapshot:
     consumed: dict[str, int]
     active_faults: list[str]
     procedures: list[str] = dataclasses.field(default_factory=list)  # running, with the play each is in
+    injections: schedule.Tally | None = None  # the run's fault injections so far (None: it has none)
 
 
 def _scaled(scenario: Scenario, quick: bool) -> tuple[float, float, float]:
@@ -209,7 +210,8 @@ class Run:
             total_s = max(self.warmup_s + self.duration_s, (end - self.start_ns) / 1e9 if end else 0.0)
             self.progress(Snapshot(self.run_id, phase, elapsed, total_s, *self.workers.totals(), self.workers.consumed(),
                                    self.steps.active_names() if self.steps else [],
-                                   self.steps.procedure_plays() if self.steps else []))
+                                   self.steps.procedure_plays() if self.steps else [],
+                                   self.steps.tally() if self.steps and self.steps.injections else None))
 
 
 def execute(scenario: Scenario, inventory: ClusterInventory, inventory_path: Path, runner: PlaybookRunner,

@@ -5,7 +5,10 @@ run under the load, benchmarks/procedures.py) with each of their plays recorded 
 whole life: resolve its target on the cluster as it is when the fault is due, journal the
 intent, record it as an event, inject it, schedule its heal from the moment it acted, heal it.
 A fault may first wait for a recovered cluster (`wait_recovered_s`), and an injection
-beyond `max_brokers_down` or (of a recurring fault) without a target is skipped and recorded.
+beyond `max_brokers_down` or (of a recurring fault) without a target is skipped and recorded;
+one whose target's role had moved before it acted (a kill of a partition's leader that a
+preferred-leader election had just moved) is recorded as missed; either is made up for if its
+recurring fault has a `count`.
 Steps run one at a time in the order of their times: a step resolves its target only once
 the step before it has acted, so two faults never pick the same broker and a `leader_of`
 target sees what earlier faults did. A fault's playbook starts `lead_s` before its time and
@@ -26,7 +29,7 @@ from typing import Any, Protocol
 
 from benchmarks import records
 from benchmarks.ansible import PlaybookResult, ProgressCallback, ProgressEvent, summarize_failures
-from benchmarks.fault_kinds import FaultError, FaultSpec, Injection, Situation
+from benchmarks.fault_kinds import FaultError, FaultSpec, Injection, Resolved, Situation
 from benchmarks.faults import FaultRecord
 from benchmarks.procedures import Procedure
 
@@ -45,6 +48,22 @@ class Step:
     at_s: float  # seconds after the load's start (warm-up included)
     action: str  # INJECT, HEAL, KILL_CONSUMER or PROCEDURE
     what: int | str = dataclasses.field(compare=False)  # the fault's or procedure's index, or the consumer group
+
+
+@dataclasses.dataclass(frozen=True)
+class Tally:
+    """Where a run's injections stand: acted (a missed one included), skipped, missed, and those to
+    come (make-ups included)."""
+
+    acted: int = 0
+    skipped: int = 0
+    missed: int = 0
+    to_come: int = 0
+
+    def __str__(self) -> str:
+        parts = [f"{self.acted} acted", f"{self.skipped} skipped" if self.skipped else "",
+                 f"{self.missed} missed" if self.missed else "", f"{self.to_come} to come" if self.to_come else ""]
+        return ", ".join(p for p in parts if p)
 
 
 class Injector(Protocol):
@@ -104,6 +123,7 @@ class Controller:
         self.active: dict[str, FaultRecord] = {}  # acted, not yet healed
         self.playing: dict[str, str] = {}  # procedure id -> "name: the play it is in", while it runs
         self.fault_log: list[records.AppliedFault] = []
+        self._acted = self._skipped = self._missed = 0
         self.invalid: list[str] = []
         self._lock = threading.Lock()
         self._threads: list[threading.Thread] = []
@@ -136,6 +156,11 @@ class Controller:
     def join(self, timeout_s: float | None = None) -> None:
         for thread in self._threads:
             thread.join(timeout_s)
+
+    def tally(self) -> Tally:
+        with self._lock:
+            due = len(self.injections)
+        return Tally(self._acted, self._skipped, self._missed, due - self._acted - self._skipped)
 
     def active_names(self) -> list[str]:
         return [f"{r.kind} {r.reason}" for r in list(self.active.values())]
@@ -193,12 +218,33 @@ class Controller:
                                               broker=to.broker_id, reason=to.reason, scheduled_ns=due_ns))
         at = self.injector.inject(record, not_before_ns=due_ns)
         self.active[record.fault_id] = record  # from when it acted (its playbook may have waited for its time)
+        self._acted += 1
         self.events.write(records.FaultInjected(fault_id=record.fault_id, at_ns=int(at * 1e9)))
         self.fault_log.append(records.AppliedFault(fault_id=record.fault_id, kind=fault.kind, target=to.reason,
                                                    hosts=list(to.hosts)))
         if fault.heal_at_s is not None:  # the fault lasts as planned from when it acted, however late
             heal_at_s = (int(at * 1e9) - self.start_ns) / 1e9 + (fault.heal_at_s - fault.first_s) * self.factor
             self._add(Step(heal_at_s, HEAL, index))
+        self._check_aim(injection, record, to, busy)
+
+    def _check_aim(self, injection: Injection, record: FaultRecord, to: Resolved, busy: frozenset[int]) -> None:
+        """A fault whose target's role (the leader of a partition, the controller) had moved to
+        another broker between the resolution and the act, as the cluster read just after it
+        shows, missed: recorded, and made up for if its fault has a count. The playbook's start-up
+        leaves seconds for that (a preferred-leader election, say); the cluster notices a kill or a
+        pause only when the broker's session expires, so that read still shows who held the role."""
+        fault = injection.fault
+        if not fault.roles_outlive_act:
+            return
+        try:
+            why = fault.moved(self.situation(fault, busy), to)
+        except RuntimeError:  # the cluster could not be read (ClusterUnreachable): nothing to tell
+            return
+        if why is not None:
+            self._missed += 1
+            made_up = self._make_up(injection)
+            self.events.write(records.FaultMissed(fault_id=record.fault_id, step=injection.name, reason=why,
+                                                  made_up_by=made_up.name if made_up else None))
 
     def _add(self, step: Step) -> None:
         """A step scheduled while the run goes on (a heal, a recheck), in its place by time."""
@@ -226,13 +272,15 @@ class Controller:
         return due_s + min(wait, injection.every_s) * self.factor if injection.every_s else due_s + wait * self.factor
 
     def _skip(self, injection: Injection, due_ns: int, reason: str) -> None:
+        self._skipped += 1
         made_up = self._make_up(injection)
         self.events.write(records.FaultSkipped(kind=injection.fault.kind, step=injection.name, scheduled_ns=due_ns,
                                                reason=reason, made_up_by=made_up.name if made_up else None))
 
     def _make_up(self, skipped: Injection) -> Injection | None:
-        """For an injection of a recurring fault with a count, skipped: one more of that fault, due
-        a period after its last, while it has make-ups left (its count: at most twice as many due)."""
+        """For an injection of a recurring fault with a count, skipped or missed: one more of that
+        fault, due a period after its last, while it has make-ups left (its count: at most twice as
+        many due)."""
         recurring = skipped.counted
         if recurring is None or recurring.every_s is None or recurring.count is None:
             return None

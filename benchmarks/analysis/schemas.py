@@ -96,7 +96,7 @@ RUNS_SCALARS = T.StructType([f for f in RUNS.fields
 
 # events.jsonl: the fields the analysis uses; other fields of an event are ignored.
 EVENTS = from_events(["run_id", "t_ns", "event", "fault_id", "kind", "broker", "reason", "at_ns",
-                      "procedure_id", "procedure", "play", "host", "play_id", "ok"])
+                      "procedure_id", "procedure", "play", "host", "play_id", "ok", "step", "scheduled_ns", "made_up_by"])
 
 
 def check(df: DataFrame, expected: T.StructType, name: str) -> DataFrame:

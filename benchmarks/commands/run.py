@@ -33,7 +33,8 @@ def _progress_line(snap: runner_lib.Snapshot, label: str) -> str:
     bar = "█" * int(done * 20) + "░" * (20 - int(done * 20))
     rate = snap.acked / snap.elapsed_s if snap.elapsed_s > 0 else 0.0
     consumed = " ".join(f"{g}={n}" for g, n in snap.consumed.items())
-    acting = f" | fault: {', '.join(snap.active_faults)}" if snap.active_faults else ""
+    acting = f" | faults {snap.injections}" if snap.injections else ""
+    acting += f" | fault: {', '.join(snap.active_faults)}" if snap.active_faults else ""
     acting += f" | procedure: {', '.join(snap.procedures)}" if snap.procedures else ""
     return (f"{label} {bar} {snap.elapsed_s:5.1f}/{snap.total_s:.0f}s {snap.phase:<18} sent {snap.sent} "
             f"acked {snap.acked} ({rate:,.0f}/s) failed {snap.failed} indeterminate {snap.indeterminate}"

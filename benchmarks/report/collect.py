@@ -72,7 +72,7 @@ def collect(analysis: Analysis, events_rows: list[dict[str, Any]], source: str) 
         "phases", "end_to_end", "per_second", "errors", "segments", "health", "unavailability", "faults", "steps")}
     lost_all = _rows(analysis.lost.orderBy("run_id", "partition", "offset"))
     lost = _by_run(lost_all)
-    kinds = (records.FAULT_INTENT, records.FAULT_INJECTED, records.FAULT_HEALED)
+    kinds = (records.FAULT_INTENT, records.FAULT_INJECTED, records.FAULT_HEALED, records.FAULT_SKIPPED, records.FAULT_MISSED)
     fault_events = _by_run([e for e in events_rows if e["event"] in kinds])
     runs = []
     for row in summary:

@@ -108,6 +108,17 @@ def _leader_lanes(run: RunReport, origin: int, shade: list[tuple[float, float, s
                      "seconds since the load started (hover a bar for leader and ISR)", legend)
 
 
+def _off_schedule(run: RunReport, origin: int) -> list[list[Any]]:
+    """The injections skipped (at the time they were due) and those that missed their target (at
+    the time they acted), in order, each with why and the injection that made up for it."""
+    acted = {e["fault_id"]: e["at_ns"] for e in run.fault_events if e["event"] == records.FAULT_INJECTED}
+    rows = sorted((e["scheduled_ns"] if e["event"] == records.FAULT_SKIPPED else acted.get(e["fault_id"], e["t_ns"]),
+                   e["step"] or "", "skipped" if e["event"] == records.FAULT_SKIPPED else "missed",
+                   e["reason"] or "", e["made_up_by"] or "–")
+                  for e in run.fault_events if e["event"] in (records.FAULT_SKIPPED, records.FAULT_MISSED))
+    return [[_num(_s(at, origin), 1), step, outcome, why, made_up] for at, step, outcome, why, made_up in rows]
+
+
 def run_context(run: RunReport) -> dict[str, Any]:
     """What the template shows of one run: its charts (markup) and its tables' rows (formatted)."""
     s, b = run.summary, run.bounds
@@ -132,6 +143,8 @@ def run_context(run: RunReport) -> dict[str, Any]:
                     _num(f["leader_before"]), _num(f["leader_after"]), _num(f["new_leader_s"], 2),
                     LEADER_FROM.get(f["new_leader_from"] or "", "–"),
                     _num(f["isr_shrink_s"], 2), _num(f["isr_expand_s"], 2), _num(f["first_ack_s"], 2)] for f in run.faults],
+        "off_schedule": _off_schedule(run, origin),
+        "acted": sum(e["event"] == records.FAULT_INJECTED for e in run.fault_events),
         "phases": [[p["phase"], _num(p["seconds"], 1), _num(p["sent"]), _num(p["acked"]), _num(p["failed"]),
                     _num(p["indeterminate"]), _num(p["throughput_msgs_s"]), _num(p["throughput_mb_s"], 3),
                     _num(p["latency_p50_ms"], 1), _num(p["latency_p95_ms"], 1), _num(p["latency_p99_ms"], 1),

@@ -74,6 +74,14 @@ def _hw(partition: int, t: int) -> int | None:
     return None if partition == 0 else (3 if t <= 7 else 9)
 
 
+def event(t_ns: int, name: str, **fields) -> tuple:
+    """A row of events.jsonl as the analysis reads it (schemas.EVENTS), of the hand-built run."""
+    row = {"run_id": RUN, "t_ns": t_ns, "event": name, **fields}
+    unknown = set(row) - set(schemas.EVENTS.names)
+    assert not unknown, f"not in schemas.EVENTS: {sorted(unknown)}"
+    return tuple(row.get(field) for field in schemas.EVENTS.names)
+
+
 def frames(spark):
     """(runs, events, produce, consume, timeline) DataFrames of the run."""
     runs = spark.createDataFrame([(RUN, "hand-built", "a hand-built run", "kraft", "4.3.1", True, "plaintext", "all", 3, 2,
@@ -82,10 +90,10 @@ def frames(spark):
                                    [{"kind": "broker-kill", "target": "leader of 0", "at_s": 3.0, "heal_at_s": None}],
                                    ns(0), ns(1), 10.0, ns(10), True, [], 1, False, None, 0.9, None, [])], schemas.RUNS)
     events = spark.createDataFrame([
-        (RUN, ns(0), "run-start", None, None, None, None, None, None, None, None, None, None, None),
-        (RUN, ns(3.9), "fault-intent", "f1", "broker-kill", 1, "leader of 0", None, None, None, None, None, None, None),
-        (RUN, ns(4.2), "fault-injected", "f1", None, None, None, ns(4), None, None, None, None, None, None),
-        (RUN, ns(7.1), "fault-healed", "f1", None, None, None, ns(7), None, None, None, None, None, None),
+        event(ns(0), "run-start"),
+        event(ns(3.9), "fault-intent", fault_id="f1", kind="broker-kill", broker=1, reason="leader of 0"),
+        event(ns(4.2), "fault-injected", fault_id="f1", at_ns=ns(4)),
+        event(ns(7.1), "fault-healed", fault_id="f1", at_ns=ns(7)),
     ], schemas.EVENTS)
     produce = spark.createDataFrame(
         [(RUN, p, s, -1, ns(i), ns(se), ns(a), o, part, off, e, CAUSES.get((p, s)))

@@ -8,25 +8,20 @@ import pytest
 
 from benchmarks.analysis import metrics, schemas
 from tests.analysis import ledgers
-from tests.analysis.ledgers import RUN, ns
+from tests.analysis.ledgers import event, ns
 
 pytestmark = pytest.mark.spark
 
 PROCEDURE_EVENTS = [
-    (RUN, ns(0), "run-start", None, None, None, None, None, None, None, None, None, None, None),
-    (RUN, ns(3.5), "procedure-start", None, None, None, None, None, "procedure-0", "rolling-restart", None, None, None,
-     None),
-    (RUN, ns(3.6), "procedure-play", None, None, None, None, None, "procedure-0", None, "Sort the nodes", "broker0", "p1",
-     None),
+    event(ns(0), "run-start"),
+    event(ns(3.5), "procedure-start", procedure_id="procedure-0", procedure="rolling-restart"),
+    event(ns(3.6), "procedure-play", procedure_id="procedure-0", play="Sort the nodes", host="broker0", play_id="p1"),
     # A play with serial: 1 begins once per node (its batches share the play's id): a step each, named by its node.
-    (RUN, ns(4.0), "procedure-play", None, None, None, None, None, "procedure-0", None, "Restart the brokers", "broker1",
-     "p2", None),
-    (RUN, ns(5.5), "procedure-play", None, None, None, None, None, "procedure-0", None, "Restart the brokers", "broker2",
-     "p2", None),
+    event(ns(4.0), "procedure-play", procedure_id="procedure-0", play="Restart the brokers", host="broker1", play_id="p2"),
+    event(ns(5.5), "procedure-play", procedure_id="procedure-0", play="Restart the brokers", host="broker2", play_id="p2"),
     # Another play of the same name (a second phase's roll) is no batch of the first: no node.
-    (RUN, ns(7.0), "procedure-play", None, None, None, None, None, "procedure-0", None, "Restart the brokers", "broker0",
-     "p3", None),
-    (RUN, ns(8.5), "procedure-end", None, None, None, None, None, "procedure-0", None, None, None, None, True),
+    event(ns(7.0), "procedure-play", procedure_id="procedure-0", play="Restart the brokers", host="broker0", play_id="p3"),
+    event(ns(8.5), "procedure-end", procedure_id="procedure-0", ok=True),
 ]
 
 

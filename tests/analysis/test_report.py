@@ -12,6 +12,7 @@ import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
 
+from benchmarks import records
 from benchmarks.analysis import inputs, schemas
 from benchmarks.cli import cli
 from benchmarks.exit_codes import ExitCode
@@ -110,3 +111,27 @@ def test_a_mistyped_ledger_column_is_named_with_its_files(spark, tmp_path):
     with pytest.raises(schemas.SchemaError, match=r"timeline \(timeline/\*.parquet\): column 't_ns' is string, expected bigint"):
         outputs.build(str(tmp_path))
     assert not (tmp_path / "report.html").exists()
+
+
+def test_injections_skipped_or_off_target_are_listed_with_why_and_their_make_up(spark, tmp_path):
+    """The runner's fault-skipped and fault-missed events, as it writes them, in a table of their
+    own: when (due, or acted), which step, why, and the injection added for it."""
+    run = tmp_path / "r1-hand-built"
+    ledgers.write_run_dir(spark, run)
+    with open(run / "events.jsonl", "a", encoding="utf-8") as handle:
+        for event in (records.FaultSkipped(run_id=ledgers.RUN, t_ns=ledgers.ns(2.5), kind="broker-kill", step="faults[0] #1",
+                                           reason="the cluster had not recovered 1 s after the injection was due: "
+                                                  "broker 2 is not in the ISR of t-0",
+                                           scheduled_ns=ledgers.ns(1.5), made_up_by="faults[0] #3"),
+                      records.FaultMissed(run_id=ledgers.RUN, t_ns=ledgers.ns(4.4), fault_id="f1", step="faults[0] #2",
+                                          reason="the leader of t-0 was broker 2, not broker 1")):
+            handle.write(event.model_dump_json() + "\n")
+    page = outputs.build(str(tmp_path)).html.read_text()
+    section = page[page.index("<h3>Injections skipped or off target</h3>"):]
+    section = section[:section.index("</table>")]
+    assert "1 acted." in section
+    cells = re.findall(r"<td[^>]*>([^<]*)</td>", section)
+    assert cells == ["1.5", "faults[0] #1", "skipped",  # due at 1.5 s into the load
+                     "the cluster had not recovered 1 s after the injection was due: broker 2 is not in the ISR of t-0",
+                     "faults[0] #3",
+                     "4.0", "faults[0] #2", "missed", "the leader of t-0 was broker 2, not broker 1", "–"]  # acted at 4 s

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -128,6 +129,7 @@ def test_progress_in_a_log_is_a_line_per_phase_and_at_least_every_ten_seconds():
 def test_the_progress_line_shows_faults_and_procedures_apart():
     from benchmarks.commands.run import _progress_line
     from benchmarks.runner import Snapshot
+    from benchmarks.schedule import Tally
 
     snap = Snapshot("r", "measuring", 10.0, 40.0, 1000, 990, 0, 10, {"readers": 985}, ["broker-kill leader of 0"],
                     ["upgrade: Upgrade the controllers that follow, one at a time"])
@@ -135,6 +137,11 @@ def test_the_progress_line_shows_faults_and_procedures_apart():
     assert line.endswith("| consumed readers=985 | fault: broker-kill leader of 0 "
                          "| procedure: upgrade: Upgrade the controllers that follow, one at a time")
     assert "procedure" not in _progress_line(Snapshot("r", "measuring", 1.0, 40.0, 0, 0, 0, 0, {}, []), "x")
+    nemesis = Snapshot("r", "measuring", 900.0, 1612.0, 1000, 990, 0, 10, {}, ["broker-kill leader of 0: broker 2"],
+                       injections=Tally(acted=7, skipped=4, missed=1, to_come=58))
+    assert _progress_line(nemesis, "x").endswith(
+        "| faults 7 acted, 4 skipped, 1 missed, 58 to come | fault: broker-kill leader of 0: broker 2")
+    assert "skipped" not in _progress_line(dataclasses.replace(nemesis, injections=Tally(acted=2, to_come=1)), "x")
 
 
 def test_trials_repeat_every_run_with_its_number_and_seed(tmp_path, monkeypatch):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import random
 from pathlib import Path
 
@@ -12,7 +13,7 @@ from benchmarks import faults, inventory, runner, schedule
 from benchmarks.ansible import PlaybookResult, ProgressEvent, TaskFailure
 from benchmarks.cluster import BrokerState, ClusterStatus, PartitionState
 from benchmarks.connection import Connection
-from benchmarks.fault_kinds import Fault, FaultError, Situation
+from benchmarks.fault_kinds import Fault, FaultError, Resolved, Situation
 from benchmarks.procedures import Procedure
 from benchmarks.scenario import Scenario
 from tests.conftest import LOCAL_INVENTORY
@@ -344,8 +345,8 @@ def scenario_controller(s: Scenario, injector=None, **options):
         spawned.append(StepThread(**kwargs))
         return spawned[-1]
 
-    steps = schedule.Controller(s.injections(), [], 2.0, 1.0, START, injector, events,
-                                lambda fault, busy: Situation(INV, status(), "t", random.Random(1), busy),
+    situation = options.pop("situation", lambda fault, busy: Situation(INV, status(), "t", random.Random(1), busy))
+    steps = schedule.Controller(s.injections(), [], 2.0, 1.0, START, injector, events, situation,
                                 lambda group: None, lead_s=0.0, spawn=spawn, max_brokers_down=s.max_brokers_down,
                                 **options)
     return steps, injector, events, spawned
@@ -418,6 +419,7 @@ def test_a_recurring_fault_with_a_count_makes_up_for_each_injection_skipped_at_t
     assert s.faults[0].label == "broker-kill (random broker) every 2 s from 2 s, 3 s each, 3 to act"
     assert s.faults[0].schedule_entry()["count"] == 3
     steps, injector, events, spawned = scenario_controller(s)
+    assert steps.tally() == schedule.Tally(acted=0, skipped=0, missed=0, to_come=3)
     run_every_step(steps, spawned)
     assert [(c[0], c[3]) for c in injector.calls] == [
         ("inject", START + 4 * S), ("revert", START + 7 * S), ("inject", START + 8 * S), ("revert", START + 11 * S),
@@ -425,6 +427,7 @@ def test_a_recurring_fault_with_a_count_makes_up_for_each_injection_skipped_at_t
     assert [(e["step"], e["scheduled_ns"], e["made_up_by"]) for e in events.named("fault-skipped")] == [
         ("faults[0] #2", START + 6 * S, "faults[0] #4"), ("faults[0] #4", START + 10 * S, "faults[0] #5")]
     assert len(events.named("fault-injected")) == 3 and not steps.invalid
+    assert steps.tally() == schedule.Tally(acted=3, skipped=2, missed=0, to_come=0)
 
 
 def test_a_recurring_fault_with_a_count_makes_up_for_at_most_count_skipped():
@@ -490,3 +493,54 @@ def test_an_injection_waits_for_a_recovered_cluster_without_holding_up_heals_and
     [skipped] = events.named("fault-skipped")
     assert (skipped["step"], skipped["reason"]) == (
         "faults[0] #3", "the cluster had not recovered 4 s after the injection was due: broker 1 is fenced")
+
+
+def led_by(*leaders):
+    """A situation callable whose every call shows partition t-0 led by the next of `leaders`."""
+    shown = iter(leaders)
+
+    def situation(fault, busy):
+        leader = next(shown)
+        part = PartitionState("t", 0, leader, (0, 1, 2), (0, 1, 2))
+        return Situation(INV, dataclasses.replace(status(), partitions=(part,)), "t", random.Random(1), busy)
+    return situation
+
+
+def test_a_kill_whose_leader_moved_before_it_acted_is_recorded_as_missed_and_made_up_for():
+    """Two kills of partition 0's leader to act. The first is resolved to broker 2, but the cluster
+    read just after it acted shows broker 0 leading (a preferred-leader election between the
+    two): it missed, and one more is due a period after the last. The cluster is read twice for
+    each kill: to resolve its target, then to check it."""
+    s = nemesis([{"kind": "broker-kill", "every_s": 2, "duration_s": 1, "count": 2, "target": {"leader_of": 0}}],
+                duration_s=5)
+    steps, injector, events, spawned = scenario_controller(s, situation=led_by(2, 0, 0, 0, 1, 1))
+    run_every_step(steps, spawned)
+    assert [(c[0], c[2]) for c in injector.calls if c[0] == "inject"] == [("inject", 2), ("inject", 0), ("inject", 1)]
+    [missed] = events.named("fault-missed")
+    assert (missed["fault_id"], missed["step"], missed["reason"], missed["made_up_by"]) == (
+        "f0", "faults[0] #1", "the leader of t-0 was broker 0, not broker 2", "faults[0] #3")
+    assert len(events.named("fault-injected")) == 3 and not events.named("fault-skipped") and not steps.invalid
+    assert steps.tally() == schedule.Tally(acted=3, skipped=0, missed=1, to_come=0)
+
+
+@pytest.mark.parametrize(("fault", "holder", "why"), [
+    ({"kind": "broker-kill", "at_s": 1, "target": {"leader_of": 0}}, 0, "the leader of t-0 was broker 0, not broker 2"),
+    ({"kind": "broker-pause", "at_s": 1, "target": {"leader_of": 0}}, 1, "the leader of t-0 was broker 1, not broker 2"),
+    ({"kind": "broker-kill", "at_s": 1, "target": {"leader_of": 0}}, 2, None),
+    ({"kind": "broker-kill", "at_s": 1, "target": {"leader_of": 0}}, None, None),  # leaderless: nothing to tell
+    # A controlled shutdown hands leadership over as it acts: whoever leads after it tells nothing.
+    ({"kind": "broker-stop", "at_s": 1, "target": {"leader_of": 0}}, 0, None),
+    ({"kind": "broker-kill", "at_s": 1, "target": {"broker": 2}}, 0, None),
+    ({"kind": "broker-kill", "at_s": 1, "target": {"follower_of": 0}}, 0, None),
+])
+def test_a_fault_misses_when_the_role_its_target_was_chosen_for_moved(fault, holder, why):
+    situation = led_by(holder)(None, frozenset())
+    assert FAULT.validate_python(fault).moved(situation, Resolved(("broker2",), 2, "leader of t-0: broker 2")) == why
+
+
+def test_a_kill_of_the_controller_misses_when_another_broker_became_it():
+    kill = FAULT.validate_python({"kind": "broker-kill", "at_s": 1, "target": {"controller": True}})
+    situation = Situation(INV, status(), "t", random.Random(1))  # broker 1 is the controller
+    assert kill.moved(situation, Resolved(("broker1",), 1, "controller: broker 1")) is None
+    assert kill.moved(situation, Resolved(("broker0",), 0, "controller: broker 0")) == (
+        "the controller was broker 1, not broker 0")
