@@ -234,8 +234,9 @@ def test_a_cluster_given_only_by_its_bootstrap_runs_load_and_report_and_refuses_
 
 def test_a_nemesis_of_ten_leader_kills_heals_each_loses_nothing_and_measures_each(kraft, runner, tmp_path, spark):
     """The evidence suite's safe profile, compressed: partition 0's leader SIGKILLed every 28 s,
-    10 to act (each one skipped by the bound of one node down made up for at the end), each kill
-    healed 3 s after it acted, at half the suite's rate. Ten kills acted, every one was healed,
+    10 to act (each one skipped by the bound of one node down, or that found the leader moved, made
+    up for at the end), each kill healed 3 s after it acted, at half the suite's rate. Ten kills
+    of the leader acted, every one was healed,
     each has its own recovery figures in the report, nothing acknowledged was lost, and the report
     counts the kills. (A kill and its heal are two playbooks, run one after the other: 8 to 11.5 s
     from intent to healed on this machine at its usual speed, up to 26 s on a day it ran 1.7
@@ -255,8 +256,9 @@ def test_a_nemesis_of_ten_leader_kills_heals_each_loses_nothing_and_measures_eac
     injected = [e["fault_id"] for e in events if e["event"] == "fault-injected"]
     healed = [e["fault_id"] for e in events if e["event"] == "fault-healed"]
     skipped = [e["reason"] for e in events if e["event"] == "fault-skipped"]
-    made_up = [e["made_up_by"] for e in events if e["event"] == "fault-skipped"]
-    assert len(injected) == 10 and all(made_up), skipped
+    missed = [e["reason"] for e in events if e["event"] == "fault-missed"]  # a preferred-leader election came first
+    made_up = [e["made_up_by"] for e in events if e["event"] in ("fault-skipped", "fault-missed")]
+    assert len(injected) == 10 + len(missed) and all(made_up), (skipped, missed)
     assert sorted(healed) == sorted(injected), "every kill healed at its time, none left to the end of the run"
     report = outputs.build(str(tmp_path))
     [run] = report.data.runs
@@ -265,7 +267,7 @@ def test_a_nemesis_of_ten_leader_kills_heals_each_loses_nothing_and_measures_eac
     [trial] = report.data.trials
     assert (trial.figures["faults_injected"], trial.figures["injections_with_loss"]) == (len(injected), 0)
     assert f"0 of {len(injected)} fault injections lost an acknowledged write" in trial.verdict
-    print(f"\nnemesis: {trial.verdict}")
+    print(f"\nnemesis: {trial.verdict}; {len(skipped)} skipped, {len(missed)} missed")
 
 
 # One control here: the unclean election, where ELR could be thought to help. The acks=1 control
