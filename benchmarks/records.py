@@ -237,7 +237,7 @@ class FaultMissed(Event):
     event: Literal["fault-missed"] = "fault-missed"
     fault_id: str
     step: str  # the scenario's entry: "faults[0] #7"
-    reason: str  # "the leader of t-0 was broker 0, not broker 2, when the fault acted"
+    reason: str  # "the leader of t-0 was broker 0, not broker 2"
     made_up_by: str | None = None  # a recurring fault with a count: the injection added for it
 
 
