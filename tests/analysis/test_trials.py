@@ -103,10 +103,9 @@ def test_a_three_trial_report_has_a_row_per_trial_and_the_configurations_interva
 def test_each_lost_write_is_charged_to_one_injection(spark, second, expected):
     runs, events, produce, consume, timeline = ledgers.frames(spark)
     if second:
-        more = [(ledgers.RUN, ledgers.ns(second[0]), "fault-injected", "f2", None, None, None, ledgers.ns(second[0])),
-                (ledgers.RUN, ledgers.ns(second[1]), "fault-healed", "f2", None, None, None, ledgers.ns(second[1]))]
-        events = events.unionByName(spark.createDataFrame(
-            [(*row, None, None, None, None, None, None) for row in more], events.schema))
+        more = [ledgers.event(ledgers.ns(second[0]), "fault-injected", fault_id="f2", at_ns=ledgers.ns(second[0])),
+                ledgers.event(ledgers.ns(second[1]), "fault-healed", fault_id="f2", at_ns=ledgers.ns(second[1]))]
+        events = events.unionByName(spark.createDataFrame(more, events.schema))
     from benchmarks.analysis import metrics
 
     codes = metrics.status_codes(produce, consume)
