@@ -111,6 +111,12 @@ class FaultTarget(Strict):
                 "controller" if self.controller else
                 "transaction coordinator" if self.transaction_coordinator else "random broker")
 
+    @property
+    def names_role(self) -> bool:
+        """Whether the target is a role a broker holds for a while (the leader of a partition, the
+        controller, the transaction coordinator), not a broker chosen by id, as a follower or at random."""
+        return self.leader_of is not None or self.controller or self.transaction_coordinator
+
     def moved(self, s: Situation, broker_id: int) -> str | None:
         """Why `broker_id`, resolved as this target, no longer held the role it was chosen for on the
         cluster as `s.status` shows it (another broker leads the partition, is the controller or the
@@ -281,6 +287,12 @@ class FaultSpec(Strict):
     def resolve(self, situation: Situation) -> Resolved:
         raise NotImplementedError
 
+    @property
+    def can_miss(self) -> bool:
+        """Whether `moved` can tell that the fault missed: its target is a role that outlives the act.
+        The scheduler reads the cluster after the act only for such faults."""
+        return False
+
     def moved(self, situation: Situation, resolved: Resolved) -> str | None:
         """Why the fault, as it acted on `resolved`, missed what its target aims at: the role the
         broker was chosen for held by another one on the cluster read just after the act (None: it
@@ -353,8 +365,12 @@ class OnABroker(FaultSpec):
     def resolve(self, situation: Situation) -> Resolved:
         return self.target.resolve(situation)
 
+    @property
+    def can_miss(self) -> bool:
+        return self.roles_outlive_act and self.target.names_role
+
     def moved(self, situation: Situation, resolved: Resolved) -> str | None:
-        if not self.roles_outlive_act or resolved.broker_id is None:
+        if not self.can_miss or resolved.broker_id is None:
             return None
         return self.target.moved(situation, resolved.broker_id)
 

@@ -123,7 +123,7 @@ class Controller:
         self.active: dict[str, FaultRecord] = {}  # acted, not yet healed
         self.playing: dict[str, str] = {}  # procedure id -> "name: the play it is in", while it runs
         self.fault_log: list[records.AppliedFault] = []
-        self._acted = self._skipped = self._missed = 0
+        self._skipped = self._missed = 0
         self.invalid: list[str] = []
         self._lock = threading.Lock()
         self._threads: list[threading.Thread] = []
@@ -160,7 +160,8 @@ class Controller:
     def tally(self) -> Tally:
         with self._lock:
             due = len(self.injections)
-        return Tally(self._acted, self._skipped, self._missed, due - self._acted - self._skipped)
+        acted = len(self.fault_log)  # one entry for each injection that acted
+        return Tally(acted, self._skipped, self._missed, due - acted - self._skipped)
 
     def active_names(self) -> list[str]:
         return [f"{r.kind} {r.reason}" for r in list(self.active.values())]
@@ -218,7 +219,6 @@ class Controller:
                                               broker=to.broker_id, reason=to.reason, scheduled_ns=due_ns))
         at = self.injector.inject(record, not_before_ns=due_ns)
         self.active[record.fault_id] = record  # from when it acted (its playbook may have waited for its time)
-        self._acted += 1
         self.events.write(records.FaultInjected(fault_id=record.fault_id, at_ns=int(at * 1e9)))
         self.fault_log.append(records.AppliedFault(fault_id=record.fault_id, kind=fault.kind, target=to.reason,
                                                    hosts=list(to.hosts)))
@@ -234,7 +234,7 @@ class Controller:
         leaves seconds for that (a preferred-leader election, say); the cluster notices a kill or a
         pause only when the broker's session expires, so that read still shows who held the role."""
         fault = injection.fault
-        if not fault.roles_outlive_act:
+        if not fault.can_miss:  # no role to have moved: no need to read the cluster again
             return
         try:
             why = fault.moved(self.situation(fault, busy), to)

@@ -538,6 +538,16 @@ def test_a_fault_misses_when_the_role_its_target_was_chosen_for_moved(fault, hol
     assert FAULT.validate_python(fault).moved(situation, Resolved(("broker2",), 2, "leader of t-0: broker 2")) == why
 
 
+def test_a_kill_whose_target_names_no_role_reads_the_cluster_once():
+    """A random broker killed: nothing could have moved, so the cluster is read to resolve the
+    target and not again after the act (`led_by` has one status to show)."""
+    s = nemesis([{"kind": "broker-kill", "at_s": 1, "heal_at_s": 2, "target": {"random": True}}], duration_s=5)
+    steps, injector, events, spawned = scenario_controller(s, situation=led_by(2))
+    run_every_step(steps, spawned)
+    assert [c[0] for c in injector.calls] == ["inject", "revert"] and not steps.invalid
+    assert steps.tally() == schedule.Tally(acted=1)
+
+
 def test_a_kill_of_the_controller_misses_when_another_broker_became_it():
     kill = FAULT.validate_python({"kind": "broker-kill", "at_s": 1, "target": {"controller": True}})
     situation = Situation(INV, status(), "t", random.Random(1))  # broker 1 is the controller
