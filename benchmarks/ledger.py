@@ -4,17 +4,24 @@ Rows are buffered and written as Parquet "parts" at least once a second (and whe
 buffer fills). Each part is written to a temporary name and renamed, so a crash of the
 writer loses at most the last second and never leaves a half-written file; parts are never
 rewritten, so nothing of another run or another writer is ever overwritten.
+
+When the run is over, `compact` merges each writer's parts into one file: an hour's run leaves
+~20,000 parts of a few kilobytes, and every reader pays for each file it opens (the analysis of
+a 66-minute run took half the time on the merged files). Readers take the files `current_files`
+names: a writer's parts, or the one file merged from them once it is in place.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import os
 import queue
+import re
 import struct
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -91,6 +98,17 @@ def outcome_of(error_name: str | None) -> str:
     if error_name is None:
         return "acked"
     return "indeterminate" if error_name in INDETERMINATE_ERRORS else "failed"
+
+
+def _encodings(schema: pa.Schema) -> dict[str, Any]:
+    """How a ledger's Parquet files are written. Strings (few distinct values) as dictionaries;
+    integers (sequence numbers, offsets, nanosecond times: close to their neighbours) as deltas.
+    Against zstd alone, on a second of one producer's rows: about 40% less time to write, 44%
+    fewer bytes. The Arrow schema is not stored: a reader sees plain strings and integers,
+    whether a column arrived as a dictionary or not."""
+    return {"compression": "zstd", "store_schema": False,
+            "use_dictionary": [f.name for f in schema if pa.types.is_string(f.type)],
+            "column_encoding": {f.name: "DELTA_BINARY_PACKED" for f in schema if pa.types.is_integer(f.type)}}
 
 
 class LedgerWriter:
@@ -173,17 +191,8 @@ class LedgerWriter:
                          for name, field, column in zip(self.schema.names, self.schema, columns)}, schema=self.schema)
 
     def _write(self, payload: Any, final: Path) -> None:
-        table = self._table(payload)
         tmp = final.with_suffix(".parquet.tmp")
-        # Strings (few distinct values) as dictionaries; integers (sequence numbers, offsets,
-        # nanosecond times: close to their neighbours) as deltas. Against zstd alone, on a
-        # second of one producer's rows: about 40% less time to write, 44% fewer bytes. The
-        # Arrow schema is not stored: a reader sees plain strings and integers, whether a
-        # column arrived as a dictionary or not.
-        strings = [f.name for f in self.schema if pa.types.is_string(f.type)]
-        integers = {f.name: "DELTA_BINARY_PACKED" for f in self.schema if pa.types.is_integer(f.type)}
-        pq.write_table(table, tmp, compression="zstd", use_dictionary=strings, column_encoding=integers,
-                       store_schema=False)
+        pq.write_table(self._table(payload), tmp, **_encodings(self.schema))
         os.replace(tmp, final)
 
     def _drain(self) -> None:
@@ -287,9 +296,95 @@ class ProduceLedgerWriter(LedgerWriter):
         })
 
 
+# A writer's part: `<prefix>-NNNNN.parquet`; the file merged from a writer's parts: `<prefix>.parquet`.
+_PART = re.compile(r"^(?P<prefix>.+)-(?P<index>\d{5,})\.parquet$")
+SUFFIX = ".parquet"
+
+
+def current_files(names: Iterable[str]) -> list[str]:
+    """Of the file names in a ledger directory, those a reader takes, sorted: every writer's
+    parts, or the one file merged from them once it is in place (then parts of that writer left
+    by a compaction cut short are not taken twice). Temporary files are never taken."""
+    names = [n for n in names if n.endswith(SUFFIX)]
+    merged = {n[:-len(SUFFIX)] for n in names if not _PART.match(n)}
+    return sorted(n for n in names if not ((m := _PART.match(n)) and m["prefix"] in merged))
+
+
 def read(directory: Path, schema: pa.Schema) -> pa.Table:
-    """All parts of a ledger directory (ignoring temporary files of a crashed writer)."""
-    parts = sorted(Path(directory).glob("*.parquet"))
-    if not parts:
+    """A ledger directory's rows (`current_files`)."""
+    files = current_files(p.name for p in Path(directory).glob(f"*{SUFFIX}"))
+    if not files:
         return schema.empty_table()
-    return pa.concat_tables(pq.read_table(p, schema=schema) for p in parts)
+    return pa.concat_tables(pq.read_table(Path(directory) / f, schema=schema) for f in files)
+
+
+@dataclasses.dataclass
+class Compaction:
+    """What `compact` did to a run directory's ledgers."""
+
+    parts: int = 0          # parts merged (and removed)
+    files: int = 0          # files written, one per writer
+    bytes_before: int = 0   # the parts' size
+    bytes_after: int = 0    # the merged files' size
+    problems: list[str] = dataclasses.field(default_factory=list)  # writers left as parts, and why
+
+
+def compact(root: Path, row_group_rows: int = 1 << 20) -> Compaction:
+    """Merge every writer's parts under `root` (a run directory) into one file per writer,
+    `<prefix>.parquet`, its rows in the parts' order. Safe to cut short and to run again: the
+    merged file is written under a temporary name, checked (as many rows as its parts), and
+    renamed into place in one step, from which on readers take it instead of the parts; only
+    then are the parts removed. A writer whose merge fails keeps its parts (the reason is in
+    `problems`): nothing is lost, its readers are only slower."""
+    done = Compaction()
+    for directory in sorted({p.parent for p in Path(root).rglob(f"*{SUFFIX}")}):
+        names = [p.name for p in directory.glob(f"*{SUFFIX}")]
+        by_prefix: dict[str, list[str]] = {}
+        for name in names:
+            if m := _PART.match(name):
+                by_prefix.setdefault(m["prefix"], []).append(name)
+        for prefix, parts in sorted(by_prefix.items()):
+            parts.sort(key=lambda n: int(_PART.match(n)["index"]))  # type: ignore[index]
+            final = directory / f"{prefix}{SUFFIX}"
+            try:
+                if not final.exists():  # else a compaction cut short had put it in place: only its parts are left
+                    _merge(directory, parts, final, row_group_rows)
+                    done.files += 1
+                    done.bytes_after += final.stat().st_size
+                for name in parts:
+                    done.bytes_before += (directory / name).stat().st_size
+                    (directory / name).unlink()
+                done.parts += len(parts)
+            except (OSError, pa.ArrowException) as exc:
+                final.with_suffix(".parquet.tmp").unlink(missing_ok=True)
+                done.problems.append(f"{directory / prefix}: {len(parts)} parts left as they are: {exc}")
+    return done
+
+
+def _merge(directory: Path, parts: list[str], final: Path, row_group_rows: int) -> None:
+    """`parts` of one writer (in order) into `final`, through a temporary file; the merged rows
+    are counted against the parts' before the rename."""
+    tmp = final.with_suffix(".parquet.tmp")
+    schema = pq.read_schema(directory / parts[0])
+    expected = written = 0
+    pending: list[pa.Table] = []  # parts not yet written: at most about a row group's rows
+    with pq.ParquetWriter(tmp, schema, **_encodings(schema)) as out:
+        def write_pending() -> None:
+            nonlocal written
+            table = pa.concat_tables(pending)
+            out.write_table(table, row_group_size=row_group_rows)
+            written += table.num_rows
+            pending.clear()
+
+        for name in parts:
+            table = pq.read_table(directory / name, schema=schema)
+            expected += table.num_rows
+            pending.append(table)
+            if expected - written >= row_group_rows:
+                write_pending()
+        if pending:
+            write_pending()
+    rows = pq.read_metadata(tmp).num_rows
+    if not rows == written == expected:
+        raise OSError(f"{tmp}: {rows} rows written, {expected} in the parts")
+    os.replace(tmp, final)

@@ -323,11 +323,23 @@ class FinalReadEnd(Event):
     end_offsets: dict[int, int]  # per partition
 
 
+class LedgerCompacted(Event):
+    """The run's ledgers merged, each writer's parts into one file (benchmarks.ledger.compact)."""
+
+    event: Literal["ledger-compacted"] = "ledger-compacted"
+    parts: int                  # parts merged and removed
+    files: int                  # files written, one per writer
+    bytes_before: int
+    bytes_after: int
+    took_s: float
+    problems: list[str] = []    # writers left as parts, and why (their readers are only slower)
+
+
 AnyEvent = Annotated[RunStart | HealBeforeRun | ClusterRecovered | FeatureFinalized | ClockOffsets | ProducePathWarm
                      | LoadStart | FaultIntent | FaultSkipped | FaultInjected | FaultMissed | FaultHealStart | FaultHealed
                      | ScheduleStepFailed
                      | ProcedureStart | ProcedurePlay | ProcedureEnd
-                     | ConsumerKilled | LoadEnd | HealAfterRun | Healed | FinalReadStart | FinalReadEnd,
+                     | ConsumerKilled | LoadEnd | HealAfterRun | Healed | FinalReadStart | FinalReadEnd | LedgerCompacted,
                      Field(discriminator="event")]
 EVENT = TypeAdapter(AnyEvent)
 

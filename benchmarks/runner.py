@@ -467,6 +467,12 @@ def _summarize(run: Run) -> records.RunSummary:
         for entry in run.journal.entries():
             if entry["fault_id"] in ids:
                 handle.write(json.dumps(entry) + "\n")
+    run.show("compacting the ledgers")
+    started = time.monotonic()
+    merged = ledger.compact(run_dir)
+    run.events.write(records.LedgerCompacted(parts=merged.parts, files=merged.files, bytes_before=merged.bytes_before,
+                                             bytes_after=merged.bytes_after, took_s=round(time.monotonic() - started, 3),
+                                             problems=merged.problems))
     verdict, consumed = _checked(run_dir)
     sent, acked_live, failed, indeterminate = run.workers.totals()
     start_ns, end_ns = run.start_ns, run.workers.end_ns

@@ -9,6 +9,7 @@ import dataclasses
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from benchmarks import ledger
 from benchmarks.analysis import schemas
 
 
@@ -52,7 +53,16 @@ def _parquet(spark: SparkSession, run_dirs: list[str], sub: str, expected, name:
              newer: tuple[str, ...] = ()) -> DataFrame:
     """The Parquet files of every run; columns named in `newer` (absent from files older versions
     wrote) are read across files of both kinds and are null where a file lacks them."""
-    patterns = [f"{d}/{sub}/*.parquet" for d in run_dirs if _glob(spark, f"{d}/{sub}/*.parquet")]
+    patterns = []
+    for d in run_dirs:
+        found = _glob(spark, f"{d}/{sub}/*.parquet")
+        if not found:
+            continue
+        current = ledger.current_files(path.rsplit("/", 1)[1] for path in found)
+        # Its glob (one path for Spark to list, however many parts), unless parts that a
+        # compaction cut short left beside their merged file (benchmarks.ledger.compact) are
+        # to be left out: then the files themselves.
+        patterns += [f"{d}/{sub}/*.parquet"] if len(current) == len(found) else [f"{d}/{sub}/{f}" for f in current]
     if not patterns:
         return spark.createDataFrame([], expected)
     df = spark.read.option("mergeSchema", bool(newer)).parquet(*patterns)

@@ -4,6 +4,7 @@ by the runner and `cluster smoke`) and the Spark jobs agree on the same ledgers.
 from __future__ import annotations
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 from benchmarks import checker, ledger
@@ -54,6 +55,24 @@ def test_a_synthetic_run_with_loss_duplicates_and_reordering(spark, tmp_path):
     got = checked(ledger.read(run_dir / "ledger" / "produce", ledger.PRODUCE_SCHEMA),
                   ledger.read(run_dir / "ledger" / "consume", ledger.CONSUME_SCHEMA))
     assert got == expected
+
+
+def test_merged_ledgers_are_read_once_even_beside_parts_a_compaction_cut_short_left(spark, tmp_path):
+    run_dir = ledger_synth.generate(tmp_path, 20_000, seed=5)
+    for sub in ("produce", "consume"):  # in parts of 3,000 rows, as a writer would leave them
+        directory = run_dir / "ledger" / sub
+        table = ledger.read(directory, ledger.PRODUCE_SCHEMA if sub == "produce" else ledger.CONSUME_SCHEMA)
+        for part in directory.glob("*.parquet"):
+            part.unlink()
+        for index, start in enumerate(range(0, table.num_rows, 3_000)):
+            pq.write_table(table.slice(start, 3_000), directory / f"{sub}-{index:05d}.parquet")
+    data = inputs.read(spark, str(run_dir))
+    before = spark_counts(data.produce, data.consume)
+    leftover = (run_dir / "ledger" / "produce" / "produce-00002.parquet").read_bytes()
+    assert ledger.compact(run_dir).files == 3  # produce, consume and the timeline
+    (run_dir / "ledger" / "produce" / "produce-00002.parquet").write_bytes(leftover)  # cut short before its removal
+    data = inputs.read(spark, str(run_dir))
+    assert data.produce.count() == 20_000 and spark_counts(data.produce, data.consume) == before
 
 
 def test_an_ack_without_an_offset_is_unseen_not_lost():

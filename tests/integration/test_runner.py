@@ -68,8 +68,14 @@ def test_leader_kill_with_acks_all_loses_no_acknowledged_write(leader_kill_run):
 
     events = [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]
     names = [e["event"] for e in events]
-    for name in ("heal-before-run", "load-start", "fault-intent", "fault-injected", "fault-healed", "final-read-end"):
+    for name in ("heal-before-run", "load-start", "fault-intent", "fault-injected", "fault-healed", "final-read-end",
+                 "ledger-compacted"):
         assert name in names
+    # The ledgers were merged at the end, one file per writer (producers, consumers, timeline).
+    compacted = next(e for e in events if e["event"] == "ledger-compacted")
+    assert compacted["problems"] == [] and compacted["parts"] > compacted["files"] > 0
+    assert sorted(p.name for p in (run_dir / "ledger" / "produce").glob("*.parquet")) == [
+        f"producer-{i:03d}.parquet" for i in range(scenario.workload.producers)]
     # Each producer says what priority its sending thread got (root may raise it).
     load_end = next(e for e in events if e["event"] == "load-end")
     assert [p["producer"] for p in load_end["producers"]] == list(range(scenario.workload.producers))

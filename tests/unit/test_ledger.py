@@ -120,3 +120,74 @@ def test_parts_are_plain_parquet_with_compact_encodings(tmp_path):
     encodings = {columns.column(i).path_in_schema: set(columns.column(i).encodings) for i in range(columns.num_columns)}
     assert "DELTA_BINARY_PACKED" in encodings["sent_ns"] and "DELTA_BINARY_PACKED" in encodings["offset"]
     assert {"RLE_DICTIONARY"} & encodings["run_id"] and {"RLE_DICTIONARY"} & encodings["outcome"]
+
+
+def write_parts(directory, prefix, seqs, max_rows=10):
+    writer = ledger.LedgerWriter(directory, prefix, ledger.PRODUCE_SCHEMA, max_rows=max_rows)
+    for seq in seqs:
+        writer.append(*row(seq))
+    writer.close()
+
+
+def names(directory):
+    return sorted(p.name for p in directory.iterdir())
+
+
+def test_compaction_merges_each_writers_parts_into_one_file_in_order(tmp_path):
+    produce, timeline = tmp_path / "ledger" / "produce", tmp_path / "timeline"
+    write_parts(produce, "producer-000", range(95))
+    write_parts(produce, "producer-001", range(1000, 1023))
+    (produce / "producer-000.json").write_text("{}")
+    write_parts(timeline, "timeline", range(5))
+    before = ledger.read(produce, ledger.PRODUCE_SCHEMA)
+    done = ledger.compact(tmp_path, row_group_rows=40)
+    assert names(produce) == ["producer-000.json", "producer-000.parquet", "producer-001.parquet"]
+    assert names(timeline) == ["timeline.parquet"]
+    assert (done.parts, done.files, done.problems) == (10 + 3 + 1, 3, [])
+    assert 0 < done.bytes_after < done.bytes_before
+    assert ledger.read(produce, ledger.PRODUCE_SCHEMA).equals(before)
+    merged = pq.ParquetFile(produce / "producer-000.parquet")
+    assert [merged.metadata.row_group(i).num_rows for i in range(merged.num_row_groups)] == [40, 40, 15]
+    assert merged.schema_arrow == ledger.PRODUCE_SCHEMA  # plain strings and integers, as the parts
+    again = ledger.compact(tmp_path)
+    assert (again.parts, again.files) == (0, 0) and names(produce)[1:] == ["producer-000.parquet", "producer-001.parquet"]
+
+
+def test_a_compaction_cut_short_is_never_read_twice_and_finishes_when_run_again(tmp_path):
+    run, scratch = tmp_path / "run", tmp_path / "scratch"
+    write_parts(run, "producer-000", range(30))
+    parts = names(run)
+    ledger.compact(run)
+    merged = (run / "producer-000.parquet").read_bytes()
+    # Cut short after the rename: the merged file and (some of) its parts.
+    write_parts(scratch, "producer-000", range(30))
+    for part in parts[1:]:
+        (scratch / part).replace(run / part)
+    assert ledger.current_files(names(run)) == ["producer-000.parquet"]
+    assert ledger.read(run, ledger.PRODUCE_SCHEMA).column("seq").to_pylist() == list(range(30))
+    done = ledger.compact(run)
+    assert (done.parts, done.files) == (2, 0) and names(run) == ["producer-000.parquet"]
+    assert (run / "producer-000.parquet").read_bytes() == merged
+    # Cut short before the rename: a temporary file beside the parts, never read.
+    other = tmp_path / "other"
+    write_parts(other, "producer-000", range(30))
+    (other / "producer-000.parquet.tmp").write_bytes(b"half a merged file")
+    assert ledger.read(other, ledger.PRODUCE_SCHEMA).num_rows == 30
+    assert ledger.compact(other).files == 1 and names(other) == ["producer-000.parquet"]
+    assert ledger.read(other, ledger.PRODUCE_SCHEMA).column("seq").to_pylist() == list(range(30))
+
+
+def test_a_writer_whose_parts_cannot_be_merged_keeps_them(tmp_path):
+    write_parts(tmp_path, "producer-000", range(25))
+    write_parts(tmp_path, "producer-001", range(25))
+    (tmp_path / "producer-001-00001.parquet").write_bytes(b"not parquet")
+    done = ledger.compact(tmp_path)
+    assert done.files == 1 and len(done.problems) == 1 and "producer-001: 3 parts left as they are" in done.problems[0]
+    assert names(tmp_path) == ["producer-000.parquet", "producer-001-00000.parquet", "producer-001-00001.parquet",
+                               "producer-001-00002.parquet"]
+
+
+def test_current_files_take_a_merged_file_instead_of_its_parts():
+    assert ledger.current_files(["a-00000.parquet", "a-00001.parquet", "a.parquet", "b-00000.parquet",
+                                 "b-100000.parquet", "c.parquet.tmp", "a.json", "producer-000.parquet"]) == [
+        "a.parquet", "b-00000.parquet", "b-100000.parquet", "producer-000.parquet"]
