@@ -337,27 +337,25 @@ def compact(root: Path, row_group_rows: int = 1 << 20) -> Compaction:
     then are the parts removed. A writer whose merge fails keeps its parts (the reason is in
     `problems`): nothing is lost, its readers are only slower."""
     done = Compaction()
-    for directory in sorted({p.parent for p in Path(root).rglob(f"*{SUFFIX}")}):
-        names = [p.name for p in directory.glob(f"*{SUFFIX}")]
-        by_prefix: dict[str, list[str]] = {}
-        for name in names:
-            if m := _PART.match(name):
-                by_prefix.setdefault(m["prefix"], []).append(name)
-        for prefix, parts in sorted(by_prefix.items()):
-            parts.sort(key=lambda n: int(_PART.match(n)["index"]))  # type: ignore[index]
-            final = directory / f"{prefix}{SUFFIX}"
-            try:
-                if not final.exists():  # else a compaction cut short had put it in place: only its parts are left
-                    _merge(directory, parts, final, row_group_rows)
-                    done.files += 1
-                    done.bytes_after += final.stat().st_size
-                for name in parts:
-                    done.bytes_before += (directory / name).stat().st_size
-                    (directory / name).unlink()
-                done.parts += len(parts)
-            except (OSError, pa.ArrowException) as exc:
-                final.with_suffix(".parquet.tmp").unlink(missing_ok=True)
-                done.problems.append(f"{directory / prefix}: {len(parts)} parts left as they are: {exc}")
+    writers: dict[tuple[Path, str], list[tuple[int, str]]] = {}  # (directory, prefix): (index, part name)
+    for path in Path(root).rglob(f"*{SUFFIX}"):
+        if m := _PART.match(path.name):
+            writers.setdefault((path.parent, m["prefix"]), []).append((int(m["index"]), path.name))
+    for (directory, prefix), indexed in sorted(writers.items()):
+        parts = [name for _, name in sorted(indexed)]
+        final = directory / f"{prefix}{SUFFIX}"
+        try:
+            if not final.exists():  # else a compaction cut short had put it in place: only its parts are left
+                _merge(directory, parts, final, row_group_rows)
+                done.files += 1
+                done.bytes_after += final.stat().st_size
+            for name in parts:
+                done.bytes_before += (directory / name).stat().st_size
+                (directory / name).unlink()
+            done.parts += len(parts)
+        except (OSError, pa.ArrowException) as exc:
+            final.with_suffix(".parquet.tmp").unlink(missing_ok=True)
+            done.problems.append(f"{directory / prefix}: {len(parts)} parts left as they are: {exc}")
     return done
 
 
@@ -366,25 +364,17 @@ def _merge(directory: Path, parts: list[str], final: Path, row_group_rows: int) 
     are counted against the parts' before the rename."""
     tmp = final.with_suffix(".parquet.tmp")
     schema = pq.read_schema(directory / parts[0])
-    expected = written = 0
+    expected = pending_rows = 0  # rows read from the parts; of them, not yet written
     pending: list[pa.Table] = []  # parts not yet written: at most about a row group's rows
     with pq.ParquetWriter(tmp, schema, **_encodings(schema)) as out:
-        def write_pending() -> None:
-            nonlocal written
-            table = pa.concat_tables(pending)
-            out.write_table(table, row_group_size=row_group_rows)
-            written += table.num_rows
-            pending.clear()
-
         for name in parts:
-            table = pq.read_table(directory / name, schema=schema)
-            expected += table.num_rows
-            pending.append(table)
-            if expected - written >= row_group_rows:
-                write_pending()
-        if pending:
-            write_pending()
+            pending.append(pq.read_table(directory / name, schema=schema))
+            expected += pending[-1].num_rows
+            pending_rows += pending[-1].num_rows
+            if pending_rows >= row_group_rows or name == parts[-1]:
+                out.write_table(pa.concat_tables(pending), row_group_size=row_group_rows)
+                pending, pending_rows = [], 0
     rows = pq.read_metadata(tmp).num_rows
-    if not rows == written == expected:
+    if rows != expected:
         raise OSError(f"{tmp}: {rows} rows written, {expected} in the parts")
     os.replace(tmp, final)
