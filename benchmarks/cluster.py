@@ -207,6 +207,10 @@ def port_open(host: str, port: int, timeout: float = 1.0) -> bool:
 
 NOT_IN_INVENTORY = "(not in inventory)"  # the name of a registered broker the inventory does not list
 PROCESS_STATES = {0: "running", 4: "paused", 3: "stopped"}  # the control script's `status` exit codes
+# How long a KRaft request (DescribeQuorum, DescribeCluster, ...) of a one-off read may wait for
+# each node's answer before the next is asked: long enough for a fresh connection's TLS and SASL
+# handshakes on loopback under load; short, since a paused node holds every request put to it.
+KRAFT_TIMEOUT_S = 2.0
 
 
 def _local_ctl(host: str, ctl: str, action: str) -> subprocess.CompletedProcess[str] | None:
@@ -370,11 +374,13 @@ def describe(inventory: ClusterInventory, timeout: float = 10.0, include_interna
              zk_probe: Callable[[ZooKeeperServer], str | None] = zookeeper_mode, services: bool = True,
              port_probe: Callable[[str, int], bool] = port_open,
              process_probe: Callable[[str, str], str | None] = local_process_state,
-             conn: Connection | None = None) -> ClusterStatus:
+             conn: Connection | None = None, read_quorum: bool = True) -> ClusterStatus:
     """Ask the cluster for its metadata; raise ClusterUnreachable when no broker answers.
     With `services`, each broker's port and each service's process (where this machine can
     see it) are checked too: a SIGKILLed broker stays registered until its session expires,
-    and a paused one keeps its port."""
+    and a paused one keeps its port. On KRaft, the quorum is read only with `read_quorum` (the
+    status's `controller` and `quorum` are None without it): a paused node holds each request
+    put to it until KRAFT_TIMEOUT_S, and a quorum without a majority holds those forwarded to it."""
     from confluent_kafka import KafkaException
 
     conn = conn or inventory.connection()
@@ -402,8 +408,10 @@ def describe(inventory: ClusterInventory, timeout: float = 10.0, include_interna
     controller = metadata.controller_id if metadata.controller_id >= 0 else None
     quorum = None
     if inventory.kraft:
-        kraft = kraft_state(inventory, [p.topic for p in partitions], timeout=min(timeout, 5.0))
-        quorum, controller = kraft.quorum(inventory, process_probe if services else None), kraft.leader
+        kraft = kraft_state(inventory, [p.topic for p in partitions], timeout=min(timeout, KRAFT_TIMEOUT_S),
+                            quorum=read_quorum)
+        quorum = kraft.quorum(inventory, process_probe if services else None) if read_quorum else None
+        controller = kraft.leader
         brokers = [dataclasses.replace(b, alive=b.alive and b.broker_id not in kraft.fenced,
                                        fenced=b.broker_id in kraft.fenced) for b in brokers]
         partitions = [dataclasses.replace(p, elr=e.elr, last_known_elr=e.last_known_elr)
@@ -474,9 +482,11 @@ class KRaftProbe:
                     dropped.close()
         return None
 
-    def read(self, topics: list[str]) -> KRaftState:
+    def read(self, topics: list[str], quorum: bool = True) -> KRaftState:
+        """The state; without `quorum`, only what the brokers answer themselves (fenced brokers,
+        ELR, features), not the quorum they would forward to the active controller."""
         errors: list[str] = []
-        quorum = self._ask(self.brokers + self.controllers, lambda c: c.describe_quorum(), errors)
+        asked = self._ask(self.brokers + self.controllers, lambda c: c.describe_quorum(), errors) if quorum else None
         quorum_errors = list(errors)
 
         def brokers_side(conn: kafka_protocol.KafkaConnection) -> tuple[Any, ...]:
@@ -485,7 +495,8 @@ class KRaftProbe:
             return frozenset(b.broker_id for b in brokers if b.fenced), parts, conn.features
 
         fenced, parts, features = self._ask(self.brokers, brokers_side, errors) or (frozenset(), {}, {})
-        return KRaftState(quorum, fenced, parts, features, None if quorum else "; ".join(quorum_errors[-2:]))
+        error = None if asked or not quorum else "; ".join(quorum_errors[-2:])
+        return KRaftState(asked, fenced, parts, features, error)
 
     def close(self) -> None:
         for conn in self._conns.values():
@@ -493,10 +504,11 @@ class KRaftProbe:
         self._conns.clear()
 
 
-def kraft_state(inventory: ClusterInventory, topics: list[str], timeout: float = 2.0) -> KRaftState:
-    """The KRaft state, read once."""
+def kraft_state(inventory: ClusterInventory, topics: list[str], timeout: float = KRAFT_TIMEOUT_S,
+                quorum: bool = True) -> KRaftState:
+    """The KRaft state, read once (`KRaftProbe.read`)."""
     probe = KRaftProbe.of(inventory, timeout)
     try:
-        return probe.read(topics)
+        return probe.read(topics, quorum)
     finally:
         probe.close()

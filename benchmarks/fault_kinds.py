@@ -203,6 +203,9 @@ class FaultSpec(Strict):
     kind: str  # each kind's class narrows it to its own name
     playbook: ClassVar[str]  # under playbooks/: inject and revert by fault_phase
     reads_cluster: ClassVar[bool] = True  # resolving the target needs the cluster's state
+    # ... and, on KRaft, the controller quorum's: who leads it, who follows. Not read otherwise: a
+    # paused node, or a quorum without a majority, holds a request for it until it times out.
+    reads_quorum: ClassVar[bool] = False
     modes: ClassVar[frozenset[str]] = frozenset({"kraft", "zookeeper"})  # metadata modes the kind applies to
     needs_own_addresses: ClassVar[bool] = False  # brokers on hosts with addresses of their own
     needs_netem: ClassVar[bool] = False  # the hosts' kernel must have sch_netem (tc netem)
@@ -475,6 +478,7 @@ class OnAController(FaultSpec):
 
     target: ControllerTarget = ControllerTarget(active=True)
     modes = frozenset({"kraft"})
+    reads_quorum = True
     heal_order = 0  # controllers come back before brokers: a broker cannot register without a quorum
 
     @property
@@ -516,6 +520,7 @@ class QuorumLoss(OfEveryServer):
     kind: Literal["quorum-loss"]
     playbook = "faults/quorum-loss.yml"
     modes = frozenset({"kraft"})
+    reads_quorum = True
     heal_order = 0
     no_target_reason = "it kills a majority of the controllers"
 

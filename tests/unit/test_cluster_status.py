@@ -16,7 +16,7 @@ from cryptography.hazmat.primitives import serialization
 
 from benchmarks import cluster, inventory
 from benchmarks.inventory import ZooKeeperServer
-from tests.conftest import LOCAL_INVENTORY, ROOT
+from tests.conftest import KRAFT_INVENTORY, LOCAL_INVENTORY, ROOT
 
 sys.path.insert(0, str(ROOT / "collections"))
 from ansible_collections.kafka_bench.cluster.plugins.modules import tls_identity as tls
@@ -224,3 +224,71 @@ def test_broker_cpu_is_read_here_for_brokers_on_this_machine_and_over_the_remote
     # Under systemd service control the pid is the unit's main process.
     unit = dataclasses.replace(elsewhere.brokers[0], service="confluent-server", control="systemd")
     assert "systemctl show -p MainPID --value confluent-server" in cluster._cpu_command(unit)
+
+
+class KRaftNode:
+    """A stand-in for `kafka_protocol.KafkaConnection`: nodes of `paused` accept the connection
+    and never answer (a SIGSTOPped process: its kernel still accepts), each request put to one
+    costing the connection's timeout; the others answer from broker 2's point of view."""
+
+    def __init__(self, paused: set[str], asked: list[tuple[str, str]]) -> None:
+        self.paused, self.asked = paused, asked
+        self.waited = 0.0
+
+    def __call__(self, address: str, timeout: float, settings=None):
+        node = self
+
+        class Connection:
+            features = {"metadata.version": 30, "eligible.leader.replicas.version": 1}
+
+            def _request(self, name):
+                node.asked.append((address, name))
+                if address in node.paused:
+                    node.waited += timeout
+                    raise TimeoutError(f"{address}: timed out")
+
+            def describe_quorum(self):
+                self._request("DescribeQuorum")
+                from benchmarks.kafka_protocol import Quorum, Replica
+                return Quorum(2, 7, 100, tuple(Replica(i, 100, 0, 0) for i in range(3)), ())
+
+            def describe_cluster(self):
+                self._request("DescribeCluster")
+                from benchmarks.kafka_protocol import BrokerInfo
+                return "test-cluster", [BrokerInfo(i, "127.0.0.1", 9092 + i, False) for i in range(3)]
+
+            def describe_topic_partitions(self, topic):
+                self._request("DescribeTopicPartitions")
+                from benchmarks.kafka_protocol import PartitionInfo
+                return [PartitionInfo(0, 2, 5, (2, 0, 1), (2, 0, 1), (), (), ())]
+
+            def close(self):
+                pass
+
+        return Connection()
+
+
+@pytest.mark.parametrize("read_quorum", [True, False])
+def test_a_fault_aimed_at_a_broker_does_not_wait_on_the_quorum_of_paused_kraft_nodes(monkeypatch, read_quorum):
+    """Two of three combined nodes paused: each request to one of them waits its timeout, and the
+    quorum, without a majority, cannot answer through the third either. A broker fault's target
+    (leader or follower of a partition) needs only the brokers' side (fenced brokers, ISR, ELR):
+    without `read_quorum` the describe asks no DescribeQuorum and waits only on the two paused
+    brokers it asks before the one that answers, each for KRAFT_TIMEOUT_S."""
+    from benchmarks import kafka_protocol
+
+    asked: list[tuple[str, str]] = []
+    nodes = KRaftNode({"127.0.0.1:9092", "127.0.0.1:9093", "127.0.0.1:9192", "127.0.0.1:9193"}, asked)
+    monkeypatch.setattr(kafka_protocol, "KafkaConnection", nodes)
+    status = cluster.describe(inventory.load(KRAFT_INVENTORY), admin_factory=lambda _: FakeAdmin(
+        [0, 1, 2], {0: (2, [2, 0, 1], [2, 0, 1])}), services=False, read_quorum=read_quorum)
+    assert status.topic("purchases")[0].elr == ()  # the brokers' side was read
+    quorum_asks = [a for a in asked if a[1] == "DescribeQuorum"]
+    if read_quorum:
+        assert (status.controller_id, status.quorum.leader_id) == (2, 2)
+        assert quorum_asks == [("127.0.0.1:9092", "DescribeQuorum"), ("127.0.0.1:9093", "DescribeQuorum"),
+                               ("127.0.0.1:9094", "DescribeQuorum")]
+        assert nodes.waited == 4 * cluster.KRAFT_TIMEOUT_S
+    else:
+        assert (status.controller_id, status.quorum, quorum_asks) == (None, None, [])
+        assert nodes.waited == 2 * cluster.KRAFT_TIMEOUT_S
