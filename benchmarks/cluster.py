@@ -374,13 +374,15 @@ def describe(inventory: ClusterInventory, timeout: float = 10.0, include_interna
              zk_probe: Callable[[ZooKeeperServer], str | None] = zookeeper_mode, services: bool = True,
              port_probe: Callable[[str, int], bool] = port_open,
              process_probe: Callable[[str, str], str | None] = local_process_state,
-             conn: Connection | None = None, read_quorum: bool = True) -> ClusterStatus:
+             conn: Connection | None = None, read_quorum: bool = True,
+             ask_last: frozenset[int] = frozenset()) -> ClusterStatus:
     """Ask the cluster for its metadata; raise ClusterUnreachable when no broker answers.
     With `services`, each broker's port and each service's process (where this machine can
     see it) are checked too: a SIGKILLed broker stays registered until its session expires,
     and a paused one keeps its port. On KRaft, the quorum is read only with `read_quorum` (the
     status's `controller` and `quorum` are None without it): a paused node holds each request
-    put to it until KRAFT_TIMEOUT_S, and a quorum without a majority holds those forwarded to it."""
+    put to it until KRAFT_TIMEOUT_S, and a quorum without a majority holds those forwarded to it;
+    the nodes of `ask_last` (known to be under a fault) are asked after the others."""
     from confluent_kafka import KafkaException
 
     conn = conn or inventory.connection()
@@ -409,7 +411,7 @@ def describe(inventory: ClusterInventory, timeout: float = 10.0, include_interna
     quorum = None
     if inventory.kraft:
         kraft = kraft_state(inventory, [p.topic for p in partitions], timeout=min(timeout, KRAFT_TIMEOUT_S),
-                            quorum=read_quorum)
+                            quorum=read_quorum, ask_last=ask_last)
         quorum = kraft.quorum(inventory, process_probe if services else None) if read_quorum else None
         controller = kraft.leader
         brokers = [dataclasses.replace(b, alive=b.alive and b.broker_id not in kraft.fenced,
@@ -463,10 +465,13 @@ class KRaftProbe:
         self._conns: dict[str, kafka_protocol.KafkaConnection] = {}
 
     @classmethod
-    def of(cls, inventory: ClusterInventory, timeout: float = 1.0) -> KRaftProbe:
+    def of(cls, inventory: ClusterInventory, timeout: float = 1.0, ask_last: frozenset[int] = frozenset()) -> KRaftProbe:
+        """The probe of the inventory's nodes, asked in its order, those of `ask_last` (node ids:
+        say, under a fault) after the others."""
         conn = inventory.connection()
-        return cls([b.bootstrap for b in inventory.brokers], [] if conn.secured else [c.endpoint for c in inventory.controllers],
-                   timeout, dict(conn.properties))
+        brokers = sorted(inventory.brokers, key=lambda b: b.broker_id in ask_last)
+        controllers = [] if conn.secured else sorted(inventory.controllers, key=lambda c: c.node_id in ask_last)
+        return cls([b.bootstrap for b in brokers], [c.endpoint for c in controllers], timeout, dict(conn.properties))
 
     def _ask(self, addresses: list[str], request: Callable[[kafka_protocol.KafkaConnection], Any],
              errors: list[str]) -> Any:
@@ -505,9 +510,9 @@ class KRaftProbe:
 
 
 def kraft_state(inventory: ClusterInventory, topics: list[str], timeout: float = KRAFT_TIMEOUT_S,
-                quorum: bool = True) -> KRaftState:
+                quorum: bool = True, ask_last: frozenset[int] = frozenset()) -> KRaftState:
     """The KRaft state, read once (`KRaftProbe.read`)."""
-    probe = KRaftProbe.of(inventory, timeout)
+    probe = KRaftProbe.of(inventory, timeout, ask_last)
     try:
         return probe.read(topics, quorum)
     finally:

@@ -355,7 +355,7 @@ def _drive(run: Run) -> None:
     def situation(fault: FaultSpec, busy: frozenset[int]) -> Situation:
         transactional = run.scenario.client.transactions is not None  # its coordinator may be the target
         status = (cluster.describe(run.inventory, services=False, include_internal=transactional,
-                                   read_quorum=fault.reads_quorum) if fault.reads_cluster else None)
+                                   read_quorum=fault.reads_quorum, ask_last=busy) if fault.reads_cluster else None)
         return Situation(run.inventory, status, run.topic, run.rng, busy,
                          transactions.transactional_id(run.run_id, 0) if transactional else None)
 

@@ -93,7 +93,7 @@ class ProcedureError(RuntimeError):
 
 class Controller:
     """The steps of one run. `situation(busy)` gives what a fault resolves its target against
-    (`busy`: brokers already under a fault); `kill_consumer(group)` stops one member of a group
+    (`busy`: brokers already under a fault; after an act, its target too); `kill_consumer(group)` stops one member of a group
     and returns its pid (None: none left)."""
 
     def __init__(self, faults: Sequence[FaultSpec | Injection], consumer_kills: Sequence[tuple[str, float]], warmup_s: float,
@@ -237,7 +237,8 @@ class Controller:
         if not fault.can_miss:  # no role to have moved: no need to read the cluster again
             return
         try:
-            why = fault.moved(self.situation(fault, busy), to)
+            now_busy = busy if to.broker_id is None else busy | {to.broker_id}  # the target is under the fault now
+            why = fault.moved(self.situation(fault, now_busy), to)
         except RuntimeError:  # the cluster could not be read (ClusterUnreachable): nothing to tell
             return
         if why is not None:
