@@ -124,10 +124,14 @@ def fault_impact(events: DataFrame, states: DataFrame, produce: DataFrame, runs:
     elected after the load is a restart, not a failover the clients saw), to the ISR shrinking
     and re-expanding, and to the first successful ack of a message sent after the injection; and
     where the new leader came from (`new_leader_from`): the ISR, the Eligible Leader Replicas
-    (KRaft, KIP-966) or neither (an unclean election), as the last sample before it showed them."""
+    (KRaft, KIP-966) or neither (an unclean election), as the last sample before it showed them;
+    and `late_s`, how long after it was due the fault acted (its playbook's start, a wait for a
+    recovered cluster, the read that resolved its target; null for a run that did not record when
+    it was due)."""
     events = schemas.check(events, schemas.EVENTS, "events")
     runs = schemas.check(runs, schemas.RUNS, "runs")
-    intent = events.filter(F.col("event") == records.FAULT_INTENT).select("run_id", "fault_id", "kind", "broker", "reason")
+    intent = events.filter(F.col("event") == records.FAULT_INTENT).select("run_id", "fault_id", "kind", "broker", "reason",
+                                                                           "scheduled_ns")
     injected = (events.filter(F.col("event") == records.FAULT_INJECTED)
                 .select("run_id", "fault_id", F.col("at_ns").alias("injected_ns")))
     healed = events.filter(F.col("event") == records.FAULT_HEALED).select("run_id", "fault_id", F.col("at_ns").alias("healed_ns"))
@@ -167,7 +171,8 @@ def fault_impact(events: DataFrame, states: DataFrame, produce: DataFrame, runs:
     return (faults.join(before, on=["run_id", "fault_id"], how="inner")
             .join(after, on=keys, how="left").join(expand, on=keys, how="left").join(first_ack, on=keys, how="left")
             .join(origin, on=keys, how="left")
-            .select("run_id", "fault_id", "kind", "broker", "reason", "injected_ns", "healed_ns", "partition",
+            .select("run_id", "fault_id", "kind", "broker", "reason", "injected_ns",
+                    ((F.col("injected_ns") - F.col("scheduled_ns")) / 1e9).alias("late_s"), "healed_ns", "partition",
                     "leader_before", "leader_after",
                     F.when(F.col("leader_before") == target, seconds("_new_leader_ns")).alias("new_leader_s"),
                     F.when(F.col("leader_before") == target, F.col("_from")).alias("new_leader_from"),

@@ -139,7 +139,7 @@ def run_context(run: RunReport) -> dict[str, Any]:
         "fault": s["fault"], "severity": run.severity, "verdict": run.verdict, "figures": figures(s),
         "throughput_chart": Markup(throughput), "latency_chart": Markup(latency),
         "lanes": Markup(_leader_lanes(run, origin, shade, x_range)) if run.segments else None,
-        "faults": [[f["kind"], f["reason"] or "", _num(_s(f["injected_ns"], origin), 1), f["partition"],
+        "faults": [[f["kind"], f["reason"] or "", _num(_s(f["injected_ns"], origin), 1), _num(f["late_s"], 1), f["partition"],
                     _num(f["leader_before"]), _num(f["leader_after"]), _num(f["new_leader_s"], 2),
                     LEADER_FROM.get(f["new_leader_from"] or "", "–"),
                     _num(f["isr_shrink_s"], 2), _num(f["isr_expand_s"], 2), _num(f["first_ack_s"], 2)] for f in run.faults],

@@ -91,7 +91,8 @@ def frames(spark):
                                    ns(0), ns(1), 10.0, ns(10), True, [], 1, False, None, 0.9, None, [])], schemas.RUNS)
     events = spark.createDataFrame([
         event(ns(0), "run-start"),
-        event(ns(3.9), "fault-intent", fault_id="f1", kind="broker-kill", broker=1, reason="leader of 0"),
+        event(ns(3.9), "fault-intent", fault_id="f1", kind="broker-kill", broker=1, reason="leader of 0",
+              scheduled_ns=ns(3)),
         event(ns(4.2), "fault-injected", fault_id="f1", at_ns=ns(4)),
         event(ns(7.1), "fault-healed", fault_id="f1", at_ns=ns(7)),
     ], schemas.EVENTS)

@@ -146,8 +146,8 @@ def test_leadership_segments(spark, analysis):
 
 def test_fault_impact(spark, analysis):
     expected = spark.createDataFrame(
-        [(RUN, "f1", 0, 1, 2, 2.0, "isr", 1.0, 4.0, 3.5), (RUN, "f1", 1, 2, 2, None, None, 1.0, 4.0, 4.01)],
-        "run_id string, fault_id string, partition int, leader_before int, leader_after int, new_leader_s double, "
+        [(RUN, "f1", 1.0, 0, 1, 2, 2.0, "isr", 1.0, 4.0, 3.5), (RUN, "f1", 1.0, 1, 2, 2, None, None, 1.0, 4.0, 4.01)],
+        "run_id string, fault_id string, late_s double, partition int, leader_before int, leader_after int, new_leader_s double, "
         "new_leader_from string, isr_shrink_s double, isr_expand_s double, first_ack_s double")
     got = analysis.faults.select(*expected.columns)
     assertDataFrameEqual(got, expected, rtol=1e-9)

@@ -56,6 +56,9 @@ def test_html_is_self_contained_and_holds_table_and_charts(sweep):
     assert tags.count("svg") >= 4  # loss bars, throughput, latency, leader/ISR lanes
     assert "Who led what, before and after each fault" in page and "What was lost" in page
     assert "1 acknowledged message LOST" in page
+    faults = page[page.index("Who led what, before and after each fault"):]
+    first_row = re.findall(r"<td[^>]*>([^<]*)</td>", faults[:faults.index("</tr>", faults.index("<tbody>"))])
+    assert first_row[:5] == ["broker-kill", "leader of 0", "4.0", "1.0", "0"]  # acted at 4 s, 1 s after it was due
 
 
 def test_summary_files(sweep):
