@@ -380,7 +380,7 @@ def describe(inventory: ClusterInventory, timeout: float = 10.0, include_interna
     With `services`, each broker's port and each service's process (where this machine can
     see it) are checked too: a SIGKILLed broker stays registered until its session expires,
     and a paused one keeps its port. On KRaft, the quorum is read only with `read_quorum` (the
-    status's `controller` and `quorum` are None without it): a paused node holds each request
+    status's `controller_id` and `quorum` are None without it): a paused node holds each request
     put to it until KRAFT_TIMEOUT_S, and a quorum without a majority holds those forwarded to it;
     the nodes of `ask_last` (known to be under a fault) are asked after the others."""
     from confluent_kafka import KafkaException

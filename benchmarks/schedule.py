@@ -93,8 +93,8 @@ class ProcedureError(RuntimeError):
 
 class Controller:
     """The steps of one run. `situation(busy)` gives what a fault resolves its target against
-    (`busy`: brokers already under a fault; after an act, its target too); `kill_consumer(group)` stops one member of a group
-    and returns its pid (None: none left)."""
+    (`busy`: brokers already under a fault; after an act, its target too); `kill_consumer(group)`
+    stops one member of a group and returns its pid (None: none left)."""
 
     def __init__(self, faults: Sequence[FaultSpec | Injection], consumer_kills: Sequence[tuple[str, float]], warmup_s: float,
                  factor: float, start_ns: int, injector: Injector, events: Events,
