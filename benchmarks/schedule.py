@@ -11,9 +11,12 @@ preferred-leader election had just moved) is recorded as missed; either is made 
 recurring fault has a `count`.
 Steps run one at a time in the order of their times: a step resolves its target only once
 the step before it has acted, so two faults never pick the same broker and a `leader_of`
-target sees what earlier faults did. A fault's playbook starts `lead_s` before its time and
-the host waits for the moment itself (Ansible's start-up would otherwise delay it). A step
-that fails invalidates the run with the reason instead of ending its thread unseen.
+target sees what earlier faults did. The check that a fault hit the role it was aimed at (the
+cluster read just after it acted) runs beside the steps, not as one: with every broker down or
+paused that read waits out its timeouts, and a heal due meanwhile must not wait with it. A
+fault's playbook starts `lead_s` before its time and the host waits for the moment itself
+(Ansible's start-up would otherwise delay it). A step or check that fails invalidates the run
+with the reason instead of ending its thread unseen.
 
 Clock, injector, cluster view and thread factory are injected, so the sequencing is tested
 without a cluster (tests/unit/test_schedule.py).
@@ -126,17 +129,20 @@ class Controller:
         self._skipped = self._missed = 0
         self.invalid: list[str] = []
         self._lock = threading.Lock()
-        self._threads: list[threading.Thread] = []
+        self._threads: list[threading.Thread] = []  # the steps, one at a time
+        self._checks: list[threading.Thread] = []  # the aim checks, beside the steps
 
     # ------------------------------------------------------------------ the loop's side
 
     def under_way(self) -> bool:
+        """A step is running (the next waits for it)."""
         return any(t.is_alive() for t in self._threads)
 
     def pending(self) -> bool:
-        """Steps to come or under way: the load must go on."""
+        """Steps to come or under way, or an aim check under way (it may make up for a miss): the
+        load must go on."""
         with self._lock:
-            return bool(self.steps) or self.under_way()
+            return bool(self.steps) or self.under_way() or any(t.is_alive() for t in self._checks)
 
     def start_due(self, now_ns: int) -> Step | None:
         """Start the next step if it is due (fault playbooks `lead_s` early) and none is under way."""
@@ -154,7 +160,7 @@ class Controller:
         return step
 
     def join(self, timeout_s: float | None = None) -> None:
-        for thread in self._threads:
+        for thread in [*self._threads, *self._checks]:
             thread.join(timeout_s)
 
     def tally(self) -> Tally:
@@ -225,17 +231,30 @@ class Controller:
         if fault.heal_at_s is not None:  # the fault lasts as planned from when it acted, however late
             heal_at_s = (int(at * 1e9) - self.start_ns) / 1e9 + (fault.heal_at_s - fault.first_s) * self.factor
             self._add(Step(heal_at_s, HEAL, index))
-        self._check_aim(injection, record, to, busy)
+        if fault.can_miss:  # a role that may have moved: check beside the steps (module docstring)
+            check = self.spawn(target=self._check_aim, args=(injection, record, to, busy),
+                               name="check-aim", daemon=True)
+            with self._lock:
+                self._checks.append(check)
+            check.start()
 
     def _check_aim(self, injection: Injection, record: FaultRecord, to: Resolved, busy: frozenset[int]) -> None:
         """A fault whose target's role (the leader of a partition, the controller) had moved to
         another broker between the resolution and the act, as the cluster read just after it
         shows, missed: recorded, and made up for if its fault has a count. The playbook's start-up
         leaves seconds for that (a preferred-leader election, say); the cluster notices a kill or a
-        pause only when the broker's session expires, so that read still shows who held the role."""
+        pause only when the broker's session expires, so that read still shows who held the role.
+        Runs in a thread of its own; a failure invalidates the run as a step's would."""
         fault = injection.fault
-        if not fault.can_miss:  # no role to have moved: no need to read the cluster again
-            return
+        try:
+            self._check_moved(injection, record, to, busy)
+        except Exception as exc:  # whatever failed, the run must say it
+            name = f"{injection.name} ({fault.kind})"
+            self.invalid.append(f"{name} check failed: {exc}")
+            self.events.write(records.ScheduleStepFailed(action="check", step=name, error=str(exc)))
+
+    def _check_moved(self, injection: Injection, record: FaultRecord, to: Resolved, busy: frozenset[int]) -> None:
+        fault = injection.fault
         try:
             now_busy = busy if to.broker_id is None else busy | {to.broker_id}  # the target is under the fault now
             why = fault.moved(self.situation(fault, now_busy), to)
