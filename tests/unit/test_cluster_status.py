@@ -16,6 +16,7 @@ from cryptography.hazmat.primitives import serialization
 
 from benchmarks import cluster, inventory
 from benchmarks.inventory import ZooKeeperServer
+from benchmarks.kafka_protocol import BrokerInfo, PartitionInfo, Quorum, Replica
 from tests.conftest import KRAFT_INVENTORY, LOCAL_INVENTORY, ROOT
 
 sys.path.insert(0, str(ROOT / "collections"))
@@ -249,17 +250,14 @@ class KRaftNode:
 
             def describe_quorum(self):
                 self._request("DescribeQuorum")
-                from benchmarks.kafka_protocol import Quorum, Replica
                 return Quorum(2, 7, 100, tuple(Replica(i, 100, 0, 0) for i in range(3)), ())
 
             def describe_cluster(self):
                 self._request("DescribeCluster")
-                from benchmarks.kafka_protocol import BrokerInfo
                 return "test-cluster", [BrokerInfo(i, "127.0.0.1", 9092 + i, False) for i in range(3)]
 
             def describe_topic_partitions(self, topic):
                 self._request("DescribeTopicPartitions")
-                from benchmarks.kafka_protocol import PartitionInfo
                 return [PartitionInfo(0, 2, 5, (2, 0, 1), (2, 0, 1), (), (), ())]
 
             def close(self):
