@@ -48,7 +48,7 @@ bench-kraft: install
 ## 10 trials each, exactly-once under leader and coordinator kills (on librdkafka and on Kafka's
 ## Java producer), and consumer rebalances, on ZooKeeper then on KRaft (the clusters share the
 ## broker ports: one at a time). Fails (exit 7) when a negative control loses in fewer than 9 of
-## its 10 trials. ~6 h 15 min here (the two 64-kill runs: ~3.3 h).
+## its 10 trials. ~6 h 10 min here (the two 64-kill runs: ~3.3 h).
 bench-evidence: install
 	$(BIN)/kafka-bench cluster up --inventory $(INVENTORY)
 	$(BIN)/kafka-bench run evidence --inventory $(INVENTORY)
