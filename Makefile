@@ -166,7 +166,8 @@ lab-up: install lab-deps
 lab-down: install
 	$(BIN)/kafka-bench lab down --inventory $(LAB_INVENTORY)
 
-## The multi-host failover scenarios (broker kill, host isolation, Jepsen's partition) on the lab.
+## The multi-host failover scenarios (broker kill, host isolation, Jepsen's partition, full disk,
+## packet loss) on the lab.
 bench-lab: lab-up
 	$(BIN)/kafka-bench run lab --inventory $(LAB_INVENTORY)
 

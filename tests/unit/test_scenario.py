@@ -477,7 +477,7 @@ def test_the_lab_suite_validates_on_lab_hosts_and_its_full_disk_is_refused_on_on
     lab_hosts = sc.ClusterShape(broker_ids=(0, 1, 2), hosts=3)
     files = sorted((ROOT / "benchmarks" / "suites" / "lab").glob("*.yml"))
     kinds = {f.kind for path in files for run in sc.load(path, lab_hosts) for f in run.scenario.faults}
-    assert {"broker-kill", "host-isolate", "host-partition", "disk-full"} <= kinds
+    assert {"broker-kill", "host-isolate", "host-partition", "disk-full", "packet-loss"} <= kinds
     one_machine = sc.ClusterShape(broker_ids=(0, 1, 2), hosts=1, no_data_disk=("broker0", "broker1", "broker2"))
     with pytest.raises(sc.ScenarioError, match="02-disk-full.yml: scenario.faults.0..kind: disk-full fills a filesystem"):
         sc.load(ROOT / "benchmarks" / "suites" / "lab" / "02-disk-full.yml", one_machine)
