@@ -44,6 +44,8 @@ INJECT, HEAL, KILL_CONSUMER, PROCEDURE = "inject", "heal", "kill-consumer", "pro
 # An injection waiting for a recovered cluster looks again this often (a step of its own, so
 # that heals and other steps due meanwhile are not held up by the wait).
 RECHECK, RECHECK_S = "recheck", 0.5
+# The check, just after a fault aimed at a role acted, that it hit that role: beside the steps.
+CHECK = "check"
 
 
 @dataclasses.dataclass(frozen=True, order=True)
@@ -197,8 +199,12 @@ class Controller:
                     if step.action in (INJECT, RECHECK, HEAL)
                     else f"procedures[{step.what}] ({self.procedures[int(step.what)].name})"
                     if step.action == PROCEDURE else f"{KILL_CONSUMER} ({step.what})")
-            self.invalid.append(f"{name} {step.action} failed: {exc}")
-            self.events.write(records.ScheduleStepFailed(action=step.action, step=name, error=str(exc)))
+            self._failed(step.action, name, exc)
+
+    def _failed(self, action: str, name: str, exc: Exception) -> None:
+        """A step or check that failed: the run is invalid, with the reason, and the events say so."""
+        self.invalid.append(f"{name} {action} failed: {exc}")
+        self.events.write(records.ScheduleStepFailed(action=action, step=name, error=str(exc)))
 
     def _inject(self, index: int, due_ns: int) -> None:
         injection = self.injections[index]
@@ -245,13 +251,10 @@ class Controller:
         leaves seconds for that (a preferred-leader election, say); the cluster notices a kill or a
         pause only when the broker's session expires, so that read still shows who held the role.
         Runs in a thread of its own; a failure invalidates the run as a step's would."""
-        fault = injection.fault
         try:
             self._check_moved(injection, record, to, busy)
         except Exception as exc:  # whatever failed, the run must say it
-            name = f"{injection.name} ({fault.kind})"
-            self.invalid.append(f"{name} check failed: {exc}")
-            self.events.write(records.ScheduleStepFailed(action="check", step=name, error=str(exc)))
+            self._failed(CHECK, f"{injection.name} ({injection.fault.kind})", exc)
 
     def _check_moved(self, injection: Injection, record: FaultRecord, to: Resolved, busy: frozenset[int]) -> None:
         fault = injection.fault
