@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
 from benchmarks.codes import TOPIC_PREFIX
 from benchmarks.fault_kinds import KINDS, Fault, Injection, Strict
@@ -98,6 +98,39 @@ JAVA_PRODUCER_KEYS = frozenset({
     "retry.backoff.ms", "socket.connection.setup.timeout.ms"})
 
 
+def _librdkafka_error(role: str, config: dict[str, Any]) -> str | None:
+    """What librdkafka says of `config` for a producer or a consumer (None: it takes it). It checks
+    every property's name, type and range when the client is made; with no bootstrap.servers the
+    client connects to nothing."""
+    import confluent_kafka
+
+    try:
+        if role == "producer":
+            confluent_kafka.Producer({"log_level": 0, **config})
+        else:
+            confluent_kafka.Consumer({"log_level": 0, "group.id": "kafka-bench-validation", **config}).close()
+    except (confluent_kafka.KafkaException, TypeError, ValueError) as exc:
+        error = exc.args[0] if exc.args else exc
+        return str(error.str() if hasattr(error, "str") else error).strip()
+    return None
+
+
+def librdkafka_refuses(role: str, config: dict[str, Any]) -> str | None:
+    """Why librdkafka would refuse the client block `config` (role: producer or consumer), naming
+    the key it refuses; None when it takes it. Checked before any run, since a refused property
+    otherwise surfaces only when the run's producers start, after the topic was made."""
+    if not config:
+        return None
+    whole = _librdkafka_error(role, config)
+    if whole is None:
+        return None
+    for key, value in config.items():
+        alone = _librdkafka_error(role, {key: value})
+        if alone is not None:
+            return f"{key}: librdkafka refuses {value!r}: {alone}"
+    return f"librdkafka refuses these settings together: {whole}"
+
+
 class ClientProfile(Strict):
     name: Annotated[str, Field(pattern=NAME)] = "default"
     # The producers' client: librdkafka (confluent-kafka) or Kafka's own Java producer
@@ -152,6 +185,14 @@ class ClientProfile(Strict):
         if owned:
             raise ValueError(f"{', '.join(owned)}: connection settings come from client.security (plaintext, tls, mtls, "
                              f"sasl_ssl) and the cluster's client settings, or from --client-config; remove them here")
+        return value
+
+    @field_validator("producer", "consumer")
+    @classmethod
+    def _librdkafka_accepts(cls, value: dict[str, Any], info: ValidationInfo) -> dict[str, Any]:
+        problem = librdkafka_refuses(str(info.field_name), value)
+        if problem:
+            raise ValueError(problem)
         return value
 
     @property
@@ -494,12 +535,44 @@ def parse(doc: Any, source: str = "<scenario>", cluster: ClusterShape | None = N
     return runs
 
 
+class DuplicateKey(yaml.MarkedYAMLError):
+    """A mapping of the file has a key written twice (YAML keeps the last one, silently)."""
+
+
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """YAML's safe loader, refusing a mapping with a key written twice."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        lines: dict[Any, int] = {}
+        for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":
+                continue
+            key = self.construct_object(key_node, deep=deep)
+            try:
+                first = lines.setdefault(key, key_node.start_mark.line + 1)
+            except TypeError:  # an unhashable key: the base loader says so
+                continue
+            if first != key_node.start_mark.line + 1:
+                raise DuplicateKey(problem=f"key {key!r} written twice: at line {first} and at line "
+                                           f"{key_node.start_mark.line + 1} (YAML would keep the last silently)",
+                                   problem_mark=key_node.start_mark)
+        return super().construct_mapping(node, deep=deep)
+
+
+def read_yaml(text: str) -> Any:
+    """A YAML document; DuplicateKey for a mapping with a key written twice."""
+    return yaml.load(text, Loader=_UniqueKeyLoader)
+
+
 def load(path: Path | str, cluster: ClusterShape | None = None, in_suite: bool = False) -> list[Run]:
     path = Path(path)
     try:
-        doc = yaml.safe_load(path.read_text())
+        doc = read_yaml(path.read_text())
     except OSError as exc:
         raise ScenarioError(f"{path}: cannot read: {exc.strerror}") from None
+    except DuplicateKey as exc:
+        raise ScenarioError(f"{path}: line {exc.problem_mark.line + 1 if exc.problem_mark else '?'}: "
+                            f"{exc.problem}") from None
     except yaml.YAMLError as exc:
         raise ScenarioError(f"{path}: not valid YAML: {exc}") from None
     return parse(doc, str(path), cluster, in_suite)

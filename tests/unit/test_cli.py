@@ -269,3 +269,29 @@ def test_a_heal_that_fails_ends_with_its_reason_and_the_way_out_not_a_traceback(
     err = capsys.readouterr().err
     assert err.startswith(("interrupted, then " if interrupted else "") + "error: start.yml failed while healing:"), err
     assert "kafka-bench heal --inventory INVENTORY" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize(("text", "said"), [
+    ("scenario:\n  name: twice\n  workload:\n    rate: 100\n    rate: 200\n",
+     "twice.yml: line 5: key 'rate' written twice: at line 4 and at line 5"),
+    ("scenario: {name: linger, client: {producer: {acks: all, linger.ms: -4}}}\n",
+     "linger.yml: scenario.client.producer: linger.ms: librdkafka refuses -4: Configuration property "
+     "\"queue.buffering.max.ms\" value -4 is outside allowed range 0..900000"),
+    ("scenario: {name: ackz}\nsweep: {client.producer.ackz: [1, all]}\n",
+     "ackz.yml (sweep point {'client.producer.ackz': 1}): scenario.client.producer: ackz: librdkafka refuses 1: "
+     "No such configuration property: \"ackz\""),
+    ("scenario: {name: fetch, client: {consumer: {fetch.max.bytes: 2000000, message.max.bytes: 3000000}}}\n",
+     "fetch.yml: scenario.client.consumer: librdkafka refuses these settings together: Failed to create consumer: "
+     "`fetch.max.bytes` must be >= `message.max.bytes`"),
+], ids=["key-twice", "out-of-range", "unknown-property-in-a-sweep", "settings-together"])
+def test_bad_input_exits_invalid_input_naming_file_and_field_with_nothing_written(tmp_path, text, said):
+    name = said.split(".yml")[0]
+    bad = tmp_path / f"{name}.yml"
+    bad.write_text(text)
+    results = tmp_path / "results"
+    fake = FakeRunner(result())
+    out = invoke(fake, "run", str(bad), "--results", str(results))
+    assert out.exit_code == ExitCode.INVALID_INPUT, out.output
+    assert said in " ".join(out.output.split())
+    assert fake.calls == [] and not results.exists()
+
