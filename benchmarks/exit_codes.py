@@ -14,4 +14,5 @@ class ExitCode(enum.IntEnum):
     UNHEALTHY = 5  # the cluster is reachable but not healthy (down brokers, under-replicated partitions)
     UNREACHABLE = 6  # no broker answered
     BLIND = 7  # a negative control did not lose what it was built to lose: the harness cannot be trusted to see loss
+    INVALID_RUNS = 8  # the suite ran to its end and was reported, but some runs are invalid (a step failed, ...)
     INTERRUPTED = 130

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import json
 import os
 import signal
@@ -20,7 +21,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks import broker_errors, ledger
+from benchmarks import broker_errors, ledger, retry
 from benchmarks import transactions as txns
 from benchmarks.cluster import silent_logger
 from benchmarks.codes import CLIENT_NAME_PREFIX, FINAL_READ, FINAL_READ_COMMITTED, OUTCOMES
@@ -348,8 +349,19 @@ def consumer_main(args: ConsumerArgs, counters, slot: int, stop) -> None:
         counters[slot * COUNTERS] = consumed
 
 
+def _partitions(consumer: Any, topic: str) -> list[int]:
+    """The topic's partitions, as the cluster's metadata has them (its error raised: a leader moving)."""
+    from confluent_kafka import KafkaException
+
+    md = consumer.list_topics(topic, timeout=30).topics[topic]
+    if md.error is not None:
+        raise KafkaException(md.error)
+    return list(md.partitions)
+
+
 def final_read(conn: Connection, topic: str, run_id: str, ledger_dir: Path, config: dict[str, Any] | None = None,
-               timeout_s: float = 120.0, group: str = FINAL_READ) -> dict[int, int]:
+               timeout_s: float = 120.0, group: str = FINAL_READ, retrier: retry.Retrier = retry.DEFAULT,
+               ) -> dict[int, int]:
     """Read every partition from the beginning to the end offsets as they are now (after healing),
     so an acknowledged message that never shows up is lost, not late. Returns partition -> end offset.
 
@@ -357,7 +369,9 @@ def final_read(conn: Connection, topic: str, run_id: str, ledger_dir: Path, conf
     FINAL_READ_COMMITTED reads committed, as a read_committed consumer would. A partition is done
     when the read's position reaches its end offset: transaction markers take offsets no record is
     delivered for, and a read_committed read skips aborted records too: the client's end-of-partition
-    event says where it stands."""
+    event says where it stands. The topic's partitions and end offsets are asked under `retrier`'s
+    policy, for at most `timeout_s`: just after a heal a new leader answers OFFSET_NOT_AVAILABLE until
+    its high watermark has caught up, and a stale client is told NOT_LEADER_OR_FOLLOWER."""
     from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
 
     tag = run_tag(run_id)
@@ -368,21 +382,29 @@ def final_read(conn: Connection, topic: str, run_id: str, ledger_dir: Path, conf
                                      "logger": silent_logger("kafka_bench.final")}))
     out = ledger.LedgerWriter(ledger_dir, f"consumer-{group}", ledger.CONSUME_SCHEMA)
     try:
-        partitions = sorted(consumer.list_topics(topic, timeout=30).topics[topic].partitions)
-        ends = {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=30)[1] for p in partitions}
+        step = f"final read ({isolation})"
+        partitions = sorted(retrier.call(step, f"list the partitions of {topic}", lambda: _partitions(consumer, topic),
+                                         timeout_s))
+
+        def end_offset(partition: int) -> int:
+            return int(consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=30)[1])
+
+        ends: dict[int, int] = {p: retrier.call(step, f"end offset of {topic}-{p}", functools.partial(end_offset, p),
+                                                timeout_s) for p in partitions}
         todo = {p for p, end in ends.items() if end > 0}
         consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in partitions])
         deadline = time.monotonic() + timeout_s
         while todo and time.monotonic() < deadline:
             for msg in consumer.consume(1000, 0.5):
-                error, offset, value = msg.error(), msg.offset(), msg.value()
+                error, offset, value, partition = msg.error(), msg.offset(), msg.value(), msg.partition()
                 if error is None and value and value.startswith(tag):
                     _record(out, run_id, group, group, msg)
                 # Done at its last record, or at the end of the partition as the client reports it
                 # (past transaction markers and skipped aborted records).
-                if offset is not None and (offset >= ends[msg.partition()] - 1 if error is None else
-                                           error.code() == KafkaError._PARTITION_EOF and offset >= ends[msg.partition()]):
-                    todo.discard(msg.partition())
+                if offset is not None and partition is not None and (
+                        offset >= ends[partition] - 1 if error is None else
+                        error.code() == KafkaError._PARTITION_EOF and offset >= ends[partition]):
+                    todo.discard(partition)
             out.maybe_flush()
         if todo:
             raise RuntimeError(f"final read ({isolation}) of {topic} did not reach the end offsets of partitions "

@@ -119,6 +119,36 @@ class RunSummary(Record):
     # over SSH on hosts of their own (None: a broker's process cannot be read, or one was restarted
     # during the load).
     broker_cpu_s: float | None = None
+    # The final read reached the end offsets, and the checker read the ledgers: lost, unseen,
+    # duplicates and final_read stand. False for a run that failed before (failed_steps says
+    # where): its counts are the load's own, and what became of its acknowledged writes is not known.
+    checked: bool = True
+    failed_steps: list[str] = []        # the steps of the run that raised (run-failed events), in order
+
+
+# ---------------------------------------------------------------- suite.json
+
+
+class PlannedRun(Record):
+    """One run a suite will make: its place, its scenario (a sweep point's own name) and trial."""
+
+    number: int                         # 1-based, in the order the suite runs them
+    scenario: str
+    trial: int = 1
+    trials: int = 1
+
+
+class SuitePlan(Record):
+    """What one `kafka-bench run` set out to do, written before its first run: a report of the
+    directory names the runs missing from it, and `--resume` finishes them with the same options."""
+
+    suite: str                          # the suite's name or the scenario file, as given
+    inventory: str
+    quick: bool
+    seed: int | None
+    trials: int | None                  # --trials, when given
+    ledger: bool
+    runs: list[PlannedRun]
 
 
 # ---------------------------------------------------------------- events.jsonl
@@ -260,6 +290,29 @@ class ScheduleStepFailed(Event):
     error: str
 
 
+class RetryWaited(Event):
+    """A call of the run's to Kafka that met errors meaning "not yet" and was retried
+    (benchmarks.retry): which step, which call, what it met, how long it waited, and whether it
+    went through in the end (False: its bound passed, or a fatal error followed)."""
+
+    event: Literal["retry-waited"] = "retry-waited"
+    step: str
+    call: str
+    attempts: int
+    errors: list[str]
+    waited_s: float
+    ok: bool
+
+
+class RunFailed(Event):
+    """A step of the run raised: the run is invalid with this reason, its faults are healed, and
+    the suite goes on. The traceback is in the run directory's `error.txt`."""
+
+    event: Literal["run-failed"] = "run-failed"
+    step: str
+    error: str
+
+
 class ProcedureStart(Event):
     """An operational procedure (benchmarks/procedures.py) started under the load."""
 
@@ -337,7 +390,7 @@ class LedgerCompacted(Event):
 
 AnyEvent = Annotated[RunStart | HealBeforeRun | ClusterRecovered | FeatureFinalized | ClockOffsets | ProducePathWarm
                      | LoadStart | FaultIntent | FaultSkipped | FaultInjected | FaultMissed | FaultHealStart | FaultHealed
-                     | ScheduleStepFailed
+                     | ScheduleStepFailed | RetryWaited | RunFailed
                      | ProcedureStart | ProcedurePlay | ProcedureEnd
                      | ConsumerKilled | LoadEnd | HealAfterRun | Healed | FinalReadStart | FinalReadEnd | LedgerCompacted,
                      Field(discriminator="event")]

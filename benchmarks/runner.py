@@ -4,6 +4,11 @@ heal -> fresh topic -> effective config -> timeline -> consumers -> open-loop pr
 faults on schedule -> heal -> drain consumers -> final read -> summary from the ledgers.
 Faults are always healed: at their heal time, at the end of the run, on Ctrl-C, and (should
 this process die) by the next run or `kafka-bench heal`, from the journal.
+
+A run's calls to Kafka retry what the brokers answer "not yet" (benchmarks.retry). Any other
+error of a step ends the run, not the suite: the run is invalid with the step and the error
+named (its traceback in error.txt), its faults are healed, what its load wrote is read back,
+and summary.json is written all the same.
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ import dataclasses
 import json
 import random
 import time
+import traceback
 import uuid
 from collections.abc import Callable
 from pathlib import Path
@@ -31,6 +37,7 @@ from benchmarks import (
     ledger,
     load,
     records,
+    retry,
     schedule,
     steady,
     topics,
@@ -62,6 +69,10 @@ DRAIN_QUIET_S = 5.0
 # broker recovers its logs first. The heal after the run gives it this long before it falls back
 # to start.yml (whose playbook alone takes longer than that wait, ~40 s on 2 busy cores).
 HEAL_GRACE_S = 30.0
+# How long a call to Kafka is retried while the brokers answer "not yet" (benchmarks.retry): a
+# leader elected after a heal, a ZooKeeper session expiring (18 s), a broker restarting and
+# recovering its logs (~40 s on 2 busy cores) all fit.
+CALL_RETRY_S = 60.0
 
 
 @dataclasses.dataclass
@@ -203,6 +214,30 @@ class Run:
     trial: int = 1
     sweep: tuple[str, dict[str, Any]] | None = None  # (the scenario swept, this run's point)
     broker_cpu_s: float | None = None  # CPU the brokers spent during the load (/proc here, or over SSH)
+    retrier: retry.Retrier = dataclasses.field(default_factory=retry.Retrier)  # its calls to Kafka
+    step: str = "start"  # the step under way, as a failure names it
+    failed: list[str] = dataclasses.field(default_factory=list)  # the steps that raised, and what
+    checked: bool = False  # the final read reached the end offsets: the ledgers can be checked
+
+    def stage(self, step: str, body: Callable[[Run], Any]) -> bool:
+        """`body(self)` as the step named; an exception fails the run (not the suite): False."""
+        self.step = step
+        try:
+            body(self)
+        except Exception as exc:
+            self.fail(exc)
+            return False
+        return True
+
+    def fail(self, exc: Exception) -> None:
+        """The run is invalid: the step and the error named in its reasons and a run-failed event,
+        the traceback appended to error.txt in its directory."""
+        error = f"{type(exc).__name__}: {exc}".strip()
+        self.failed.append(self.step)
+        self.invalid.append(f"{self.step} failed: {error}")
+        with open(self.run_dir / "error.txt", "a", encoding="utf-8") as handle:
+            handle.write(f"--- {self.step}\n{traceback.format_exc()}\n")
+        self.events.write(records.RunFailed(step=self.step, error=error))
 
     def show(self, phase: str, elapsed: float = 0.0) -> None:
         if self.progress:
@@ -243,26 +278,35 @@ def execute(scenario: Scenario, inventory: ClusterInventory, inventory_path: Pat
               random.Random(seed), warmup_s, duration_s, factor, progress,
               LoadProcesses(scenario, run_id, conn, topic, run_dir, ledger_enabled, seed), conn, trial=trial,
               sweep=sweep)
+    run.retrier = retry.Retrier(record=run.events.write)
+    run.runner = retry.RetryingRunner(run.runner, run.retrier, step=lambda: run.step)
     run.events.write(records.RunStart(scenario=scenario.name, topic=topic, seed=seed, quick=quick, warmup_s=warmup_s,
                                       duration_s=duration_s, inventory=str(inventory_path), trial=trial,
                                       trials=scenario.trials))
-    timeline = None
+    timelines: list[TimelineSampler] = []
+
+    def start_timeline(run: Run) -> None:
+        timelines.append(run.retrier.call(run.step, "make the timeline's clients", lambda: TimelineSampler(
+            run.conn, topic, run_dir / "timeline", run_id=run_id,
+            kraft=cluster.KRaftProbe.of(inventory) if inventory.kraft else None,
+            last_stable=scenario.client.transactions is not None), CALL_RETRY_S))
+        timelines[0].start()
+
     try:
-        _prepare(run)
-        timeline = TimelineSampler(run.conn, topic, run_dir / "timeline", run_id=run_id,
-                                   kraft=cluster.KRaftProbe.of(inventory) if inventory.kraft else None,
-                                   last_stable=scenario.client.transactions is not None)
-        timeline.start()
         try:
-            _warm_up(run)
-            _drive(run)
-        finally:
-            _heal_after(run)
-        _read_back(run)
+            for step, body in (("prepare", _prepare), ("timeline", start_timeline), ("warm-up", _warm_up),
+                               ("load", _drive)):
+                if not run.stage(step, body):
+                    break
+        finally:  # also on Ctrl-C
+            run.stage("heal", _heal_after)
+        if run.start_ns:  # a load started: what it wrote is read back, whatever failed since
+            run.stage("final read", _read_back)
     finally:
-        run.workers.stop_consumers()
-        if timeline:
-            timeline.stop()
+        run.stage("stop consumers", lambda run: run.workers.stop_consumers())
+        if timelines:
+            run.stage("stop the timeline", lambda run: timelines[0].stop())
+    run.stage("collect", _collect)
     return _summarize(run)
 
 
@@ -275,7 +319,8 @@ def _prepare(run: Run) -> None:
         run.events.write(records.HealBeforeRun())
         _heal(run)
     run.show("waiting for a recovered cluster")
-    steady.ensure_internal_topics(run.conn)
+    run.retrier.call(run.step, "create the internal topics", lambda: steady.ensure_internal_topics(run.conn),
+                     CALL_RETRY_S)
     run.events.write(records.ClusterRecovered(waited_s=round(_wait_recovered(run), 3)))
     want = features.wanted(w, run.inventory.metadata_mode)
     if want:
@@ -294,9 +339,11 @@ def _prepare(run: Run) -> None:
     run.show("creating topic")
     config = {"min.insync.replicas": str(w.min_insync_replicas),
               "unclean.leader.election.enable": str(w.unclean_leader_election).lower(), **w.topic_config}
-    topics.ensure_topic(run.conn, run.topic, w.partitions, w.replication_factor, config)
-    _wait_fully_replicated(run.inventory, run.topic, w.partitions)
-    effective, run.invalid = _effective_config(run.conn, run.topic, run.scenario)
+    run.retrier.call(run.step, f"create {run.topic}", lambda: topics.ensure_topic(
+        run.conn, run.topic, w.partitions, w.replication_factor, config), CALL_RETRY_S)
+    _wait_fully_replicated(run, w.partitions)
+    effective, run.invalid = run.retrier.call(run.step, "read the effective configuration",
+                                              lambda: _effective_config(run.conn, run.topic, run.scenario), CALL_RETRY_S)
     effective["connection"] = run.conn.summary()
     effective["cluster"] = _cluster_identity(run.inventory, run.conn)
     finalized = effective["cluster"]["finalized_features"]
@@ -448,17 +495,18 @@ def _read_back(run: Run) -> None:
             wait_until(drained, DRAIN_S, interval_s=0.5, what="the consumer groups to read every acked message")
     run.show("final read")
     run.events.write(records.FinalReadStart())
-    ends = load.final_read(run.conn, run.topic, run.run_id, run.run_dir / "ledger" / "consume")
+    ends = load.final_read(run.conn, run.topic, run.run_id, run.run_dir / "ledger" / "consume", retrier=run.retrier)
     if run.scenario.client.transactions:  # and what a read_committed consumer gets of it
         load.final_read(run.conn, run.topic, run.run_id, run.run_dir / "ledger" / "consume",
-                        group=FINAL_READ_COMMITTED)
+                        group=FINAL_READ_COMMITTED, retrier=run.retrier)
     run.events.write(records.FinalReadEnd(end_offsets=ends))
+    run.checked = True
 
 
-def _summarize(run: Run) -> records.RunSummary:
-    """Service logs and the run's slice of the fault journal into the run directory; counts from
-    the ledgers; summary.json."""
-    s, w, run_dir = run.scenario, run.scenario.workload, run.run_dir
+def _collect(run: Run) -> None:
+    """Service logs and the run's slice of the fault journal into the run directory; each writer's
+    ledger parts merged."""
+    run_dir = run.run_dir
     if run.inventory.given is None:  # a cluster known only by its bootstrap address has no host to read logs on
         run.runner.run("collect-logs.yml", run.inventory_path, extravars={"collect_logs_dest": str(run_dir / "logs")})
     fault_log = run.steps.fault_log if run.steps else []
@@ -473,8 +521,25 @@ def _summarize(run: Run) -> records.RunSummary:
     run.events.write(records.LedgerCompacted(parts=merged.parts, files=merged.files, bytes_before=merged.bytes_before,
                                              bytes_after=merged.bytes_after, took_s=round(time.monotonic() - started, 3),
                                              problems=merged.problems))
-    verdict, consumed = _checked(run_dir)
+
+
+def _unchecked(sent: int, acked: int, failed: int, indeterminate: int) -> checker.Verdict:
+    """What a run that never reached the end of its final read can say: the load's own counts;
+    what became of its acknowledged writes is not known (summary.checked is False)."""
+    return checker.Verdict(sent, acked, failed, indeterminate, lost=0, unseen=0, duplicates=0, reordered=0,
+                           failed_delivered=0, indeterminate_delivered=0, unledgered=0, final_read=0, missing_ids=[])
+
+
+def _summarize(run: Run) -> records.RunSummary:
+    """Counts from the ledgers (from the load's counters when the run could not be checked);
+    summary.json, written whatever failed before."""
+    s, w, run_dir = run.scenario, run.scenario.workload, run.run_dir
     sent, acked_live, failed, indeterminate = run.workers.totals()
+    verdict, consumed = _unchecked(sent, acked_live, failed, indeterminate), run.workers.consumed()
+    if run.checked:
+        checked: list[tuple[checker.Verdict, dict[str, int]]] = []
+        run.checked = run.stage("check", lambda run: checked.append(_checked(run_dir)))
+        verdict, consumed = checked[0] if checked else (verdict, consumed)
     start_ns, end_ns = run.start_ns, run.workers.end_ns
     summary = records.RunSummary(
         run_id=run.run_id, scenario=s.name, description=s.description, run_dir=str(run_dir), topic=run.topic,
@@ -488,8 +553,9 @@ def _summarize(run: Run) -> records.RunSummary:
         sent=verdict.sent, acked=verdict.acked, failed=verdict.failed, indeterminate=verdict.indeterminate,
         acked_lost=verdict.acked_lost, acked_lost_ids=verdict.missing_ids, lost=verdict.lost, unseen=verdict.unseen,
         duplicates=verdict.duplicates, final_read=verdict.final_read, consumed=consumed,
-        throughput_msgs_s=verdict.acked / ((end_ns - start_ns) / 1e9),
-        faults=fault_log, valid=not run.invalid, invalid_reasons=run.invalid,
+        throughput_msgs_s=verdict.acked / ((end_ns - start_ns) / 1e9) if end_ns > start_ns > 0 else 0.0,
+        faults=run.steps.fault_log if run.steps else [], valid=not run.invalid, invalid_reasons=run.invalid,
+        checked=run.checked, failed_steps=run.failed,
         live_counters=records.LiveCounters(sent=sent, acked=acked_live, failed=failed, indeterminate=indeterminate),
         trial=run.trial, trials=s.trials, expect_loss=s.expect_loss, broker_cpu_s=run.broker_cpu_s,
         sweep_of=run.sweep[0] if run.sweep else None,
@@ -521,14 +587,16 @@ def _recovery_problems(inventory: ClusterInventory) -> list[str]:
         return [str(exc)]
 
 
-def _wait_fully_replicated(inventory: ClusterInventory, topic: str, partitions: int, timeout: float = 60) -> None:
+def _wait_fully_replicated(run: Run, partitions: int, timeout: float = 60) -> None:
     """Every partition of the new topic led, with all its replicas in sync."""
     def ready() -> bool:
-        parts = cluster.describe(inventory, services=False).topic(topic)
+        status = run.retrier.call(run.step, "describe the cluster", lambda: cluster.describe(
+            run.inventory, services=False), CALL_RETRY_S)
+        parts = status.topic(run.topic)
         return len(parts) == partitions and all(p.leader is not None and not p.under_replicated for p in parts)
 
     try:
-        wait_until(ready, timeout, what=f"every partition of {topic} led and fully replicated")
+        wait_until(ready, timeout, what=f"every partition of {run.topic} led and fully replicated")
     except WaitTimeout as exc:
         raise steady.NotSteady(str(exc)) from None
 

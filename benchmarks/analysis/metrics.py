@@ -118,8 +118,10 @@ SUMMARY_COLUMNS = (
     "new_leader_from", "steady", "steady_p99_first_ms", "steady_p99_last_ms",
     "steady_p50_ms", "warm_p50_ms", "steady_acked_share", "causes", "faults_injected", "injections_with_loss",
     *TXN_COLUMNS, "txn_client", *CONSUMER_COLUMNS, "broker_cpu_s", "broker_cpu_ms_per_1k", "sweep_of", "sweep_point",
-    "trial", "expect_loss", "valid", "invalid_reasons",
+    "trial", "expect_loss", "valid", "invalid_reasons", "checked",
 )
+# What the final read tells, null for a run that could not be checked (summary.json's `checked`).
+UNKNOWN_UNCHECKED = ("lost", "unseen", "duplicates", "reordered", "failed_delivered", "indeterminate_delivered")
 # The run rows of summary.csv: the above, and what each gains of its configuration's trials.
 RUN_COLUMNS = (*SUMMARY_COLUMNS, *PER_RUN)
 
@@ -182,6 +184,10 @@ def summarize(runs: DataFrame, counts_df: DataFrame, reordered_df: DataFrame, ph
                                "failed_delivered", "indeterminate_delivered", "acked_invisible", "faults_injected",
                                "injections_with_loss"])
             .fillna(0.0, subset=["unavailable_s", "unavailable_in_fault_s"])
+            # A run of an older version was checked; of a run that failed before its final read
+            # ended, what became of the acknowledged writes is not known.
+            .withColumn("checked", F.coalesce(F.col("checked"), F.lit(True)))
+            .withColumns({c: F.when(F.col("checked"), F.col(c)) for c in UNKNOWN_UNCHECKED})
             .select(*SUMMARY_COLUMNS).orderBy("scenario", "run_id"))
 
 

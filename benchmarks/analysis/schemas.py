@@ -80,7 +80,7 @@ RUNS = from_model(records.RunSummary, [
     "acks", "replication_factor", "min_insync_replicas", "unclean_leader_election",
     "partitions", "message_size", "fault", "fault_schedule", "load_start_ns", "measured_from_ns", "warm_p50_ms",
     "load_end_ns", "valid", "invalid_reasons", "trial", "expect_loss", "transactions", "broker_cpu_s", "sweep_of",
-    "sweep_point"])
+    "sweep_point", "checked"])
 
 # The fields every summary.json must hold with a type Spark can infer: not the lists, and not
 # those absent from runs of older versions: warm_p50_ms (also null for an unthrottled load; the
@@ -88,9 +88,10 @@ RUNS = from_model(records.RunSummary, [
 # eligible_leader_replicas (also null on ZooKeeper), trial (the analysis counts such a run as one),
 # expect_loss (no such run is a negative control), transactions (null but in exactly-once runs),
 # security (a run before client profiles: plaintext), broker_cpu_s (also null where the brokers'
-# processes cannot be read), sweep_of (also null for a run of no sweep).
+# processes cannot be read), sweep_of (also null for a run of no sweep), checked (a run before failed
+# runs were summarized: checked).
 NEWER_RUN_FIELDS = ("warm_p50_ms", "metadata_mode", "kafka_version", "eligible_leader_replicas", "trial",
-                    "expect_loss", "transactions", "security", "broker_cpu_s", "sweep_of")
+                    "expect_loss", "transactions", "security", "broker_cpu_s", "sweep_of", "checked")
 RUNS_SCALARS = T.StructType([f for f in RUNS.fields
                              if not isinstance(f.dataType, T.ArrayType) and f.name not in NEWER_RUN_FIELDS])
 

@@ -15,6 +15,11 @@ from benchmarks.exit_codes import ExitCode
 from benchmarks.report import outputs
 
 
+def _count(value: int | None) -> str:
+    """A count, or "-" where it is not known (a run that could not be checked)."""
+    return "-" if value is None else f"{value:,}"
+
+
 def terminal_table(report: outputs.Report) -> Table:
     table = Table(title="Analysis", title_justify="left")
     for col in ("scenario", "acks", "RF", "min ISR", "fault", "sent", "acked", "lost", "unseen", "dup.", "acked/s",
@@ -26,8 +31,8 @@ def terminal_table(report: outputs.Report) -> Table:
         s = run.summary
         p99 = "-" if s["latency_p99_ms"] is None else f"{s['latency_p99_ms']:,.1f}"
         table.add_row(s["scenario"], s["acks"], str(s["replication_factor"]), str(s["min_insync_replicas"]), s["fault"],
-                      f"{s['sent']:,}", f"{s['acked']:,}", f"[red]{s['lost']:,}[/]" if s["lost"] else "0",
-                      f"{s['unseen']:,}", f"{s['duplicates']:,}", f"{s['throughput_msgs_s']:,.0f}", p99,
+                      f"{s['sent']:,}", f"{s['acked']:,}", f"[red]{s['lost']:,}[/]" if s["lost"] else _count(s["lost"]),
+                      _count(s["unseen"]), _count(s["duplicates"]), f"{s['throughput_msgs_s']:,.0f}", p99,
                       f"{s['unavailable_s']:.1f}", f"[{style[run.severity]}]{run.verdict}[/]")
     return table
 
@@ -48,6 +53,9 @@ def analyse_and_report(root: str, out: Path | None = None, master: str = "local[
     stdout.print(f"summary: {report.csv} (and {report.parquet.name})")
     if report.lost:
         stdout.print(f"lost messages: {report.lost}")
+    if report.data.missing:
+        console.print(f"[yellow]incomplete suite:[/] {len(report.data.missing)} planned run(s) never ended: "
+                      f"{', '.join(report.data.missing)}; finish it with: kafka-bench run SUITE --resume {root}")
     for blind in (t for t in report.data.trials if t.figures["blind"]):
         console.print(f"[red]HARNESS BLIND:[/] {blind.figures['scenario']}: {blind.verdict}")
     return report

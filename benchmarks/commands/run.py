@@ -20,6 +20,7 @@ from benchmarks import java_load, paths, records
 from benchmarks import lab as lab_lib
 from benchmarks import runner as runner_lib
 from benchmarks import scenario as scenario_lib
+from benchmarks import suite as suite_lib
 from benchmarks.commands.cluster import inventory_option, load_inventory_or_exit, playbook_runner
 from benchmarks.commands.report import analyse_and_report
 from benchmarks.console import console, stdout
@@ -78,7 +79,8 @@ def summary_table(summaries: list[runner_lib.RunSummary], skipped: list[scenario
         name = s.scenario + (f" trial {s.trial}/{s.trials}" if s.trials > 1 else "")
         table.add_row(name, s.acks, str(s.replication_factor), str(s.min_insync_replicas), str(s.sent),
                       str(s.acked), str(s.failed), str(s.indeterminate),
-                      f"[red]{s.acked_lost}[/]" if s.acked_lost else "0", f"{s.throughput_msgs_s:,.0f}",
+                      f"[red]{s.acked_lost}[/]" if s.acked_lost else "0" if s.checked else "-",
+                      f"{s.throughput_msgs_s:,.0f}",
                       _faults_cell(s.faults),
                       "yes" if s.valid else "[red]no[/]")
     for run in skipped:
@@ -171,14 +173,18 @@ def scenario_files(name: str) -> list[Path]:
               help="Run against any reachable cluster by its bootstrap address, deploying nothing: load, ledger, "
                    "timeline and report, without faults or procedures (those need --inventory naming the hosts). "
                    "Its security settings: --client-config.")
+@click.option("--resume", type=click.Path(path_type=Path, file_okay=False, exists=True), default=None,
+              metavar="DIR", help="Finish a suite that was stopped: make only the runs DIR (the directory it was "
+                                  "writing) has no summary of, with the same suite and options, and report them all.")
 @click.pass_context
 def run(ctx: click.Context, suite_or_file: str, inventory_path: Path, quick: bool, seed: int | None,
         trials: int | None, results: Path, no_ledger: bool, no_report: bool, client_config: Path | None,
-        bootstrap: str | None) -> None:
-    """Run a built-in suite (seeds, durability) or a scenario file: load, faults, ledger,
-    timeline for every run of its sweep; then a summary per run, and the analysis of them all
-    (report.html, summary.csv) in the directory of this invocation. Every file is validated
-    before the first run starts."""
+        bootstrap: str | None, resume: Path | None) -> None:
+    """Run a built-in suite (seeds, durability, evidence, kraft, lab, operations, security-cost) or a
+    scenario file: load, faults, ledger, timeline for every run of its sweep; then a summary per
+    run, and the analysis of them all (report.html, summary.csv) in the directory of this
+    invocation. Every file is validated before the first run starts. A run whose step fails is
+    reported invalid with the reason, and the suite goes on (exit 8 at the end)."""
     if bootstrap is not None:
         inv = _given_cluster(ctx, bootstrap, client_config)
         inventory_path = inv.path
@@ -215,13 +221,31 @@ def run(ctx: click.Context, suite_or_file: str, inventory_path: Path, quick: boo
             console.print(f"[red]error:[/] {exc}")
             raise click.exceptions.Exit(ExitCode.PLAYBOOK_FAILED) from exc
     todo = [(point, scenario, trial) for point, scenario in points for trial in range(1, scenario.trials + 1)]
+    plan = records.SuitePlan(suite=suite_or_file, inventory=str(inventory_path), quick=quick, seed=seed, trials=trials,
+                             ledger=not no_ledger, runs=[records.PlannedRun(number=n, scenario=sc.name, trial=trial,
+                                                                            trials=sc.trials)
+                                                         for n, (_, sc, trial) in enumerate(todo, 1)])
+    done: dict[tuple[str, int], records.RunSummary] = {}
+    if resume is not None:
+        try:
+            suite_lib.check_resumable(resume, plan)
+        except suite_lib.SuiteError as exc:
+            console.print(f"[red]error:[/] {exc}")
+            raise click.exceptions.Exit(ExitCode.INVALID_INPUT) from exc
+        done = suite_lib.finished(resume)
+        for left in suite_lib.unfinished(resume):
+            console.print(f"left as it was (the run stopped before its summary): {left}")
+        console.print(f"resuming {resume}: {len(done)} of {len(todo)} runs done")
     skipped = [r for r in runs if not r.scenario]
     for r in skipped:
         console.print(f"skipping sweep point {r.point}: {r.skipped}" if r.point else f"skipping {r.skipped}")
-    sweep_dir = results / f"{time.strftime('%Y%m%dT%H%M%S')}-{Path(suite_or_file).stem}"
-    summaries = []
+    sweep_dir = resume or results / f"{time.strftime('%Y%m%dT%H%M%S')}-{Path(suite_or_file).stem}"
+    suite_lib.write_plan(sweep_dir, plan)
+    ended = dict(done)  # by scenario and trial: the runs of the suite that have a summary
     with Live(console=console, refresh_per_second=4, transient=not console.is_terminal) as live:
         for number, (point, scenario, trial) in enumerate(todo, 1):
+            if suite_lib.key(scenario.name, trial) in ended:
+                continue
             label = f"[{number}/{len(todo)}] {scenario.name}" + (f" trial {trial}/{scenario.trials}"
                                                                  if scenario.trials > 1 else "")
             shown = ProgressLines(console.is_terminal, live.update, console.print)
@@ -233,8 +257,10 @@ def run(ctx: click.Context, suite_or_file: str, inventory_path: Path, quick: boo
             summary = runner_lib.execute(scenario, inv, inventory_path, playbook_runner(ctx), sweep_dir, quick=quick,
                                          ledger_enabled=not no_ledger, seed=trial_seed, progress=show, trial=trial,
                                          conn=conns[scenario.client.security], sweep=point.sweep())
-            summaries.append(summary)
-            console.print(f"{label}: done, {summary.run_dir}")
+            ended[suite_lib.key(scenario.name, trial)] = summary
+            console.print(f"{label}: done, {summary.run_dir}" if summary.valid else
+                          f"{label}: [red]INVALID[/] ({'; '.join(summary.invalid_reasons)}), {summary.run_dir}")
+    summaries = [ended[key] for key in (suite_lib.key(sc.name, trial) for _, sc, trial in todo) if key in ended]
     stdout.print(summary_table(summaries, skipped))
     (results / "last-run.json").write_text(json.dumps([s.to_dict() for s in summaries], indent=2))
     if summaries and not no_report and not no_ledger:
@@ -242,4 +268,4 @@ def run(ctx: click.Context, suite_or_file: str, inventory_path: Path, quick: boo
         if any(t.figures["blind"] for t in report.data.trials):
             raise click.exceptions.Exit(ExitCode.BLIND)
     if any(not s.valid for s in summaries):
-        raise click.exceptions.Exit(ExitCode.FAILURE)
+        raise click.exceptions.Exit(ExitCode.INVALID_RUNS)

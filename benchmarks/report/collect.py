@@ -51,6 +51,8 @@ class ReportData:
     trials: list[TrialsReport] = dataclasses.field(default_factory=list)
     # Tables written as they are (analysis/consumers.py, analysis/transactions.py), by name.
     tables: dict[str, list[dict[str, Any]]] = dataclasses.field(default_factory=dict)
+    # The runs a stopped suite planned and never ended (benchmarks.suite), as "[4/7] name".
+    missing: list[str] = dataclasses.field(default_factory=list)
 
 
 def _rows(df) -> list[dict[str, Any]]:

@@ -62,12 +62,17 @@ def figures(s: dict[str, Any]) -> list[tuple[str, Any]]:
     return list(zip(COMPARISON, cells))
 
 
+def _gone(s: dict[str, Any]) -> int:
+    """Acknowledged writes lost or unseen (0 for a run that could not be checked: its row says so)."""
+    return (s["lost"] or 0) + (s["unseen"] or 0)
+
+
 def loss_bars(data: ReportData) -> str:
     items = [(r.summary["scenario"], [("lost", r.summary["lost"]), ("unseen", r.summary["unseen"]),
                                       ("duplicates", r.summary["duplicates"]),
                                       ("unconfirmed but written",
                                        r.summary["indeterminate_delivered"] + r.summary["failed_delivered"])])
-             for r in data.runs]
+             for r in data.runs if r.summary["checked"]]
     return svg.bars(items, "acknowledged messages lost or unseen, duplicates, refused writes that landed anyway")
 
 
@@ -160,7 +165,7 @@ def run_context(run: RunReport) -> dict[str, Any]:
                    _num(st["latency_p99_ms"], 1), _num(st["steady_p99_ms"], 1), _num(st["unavailable_s"], 2),
                    _num(st["unavailable_partitions"]), _num(st["leader_changes"])] for st in run.steps],
         "lost": [[m["status"], m["producer"], m["seq"], m["partition"], m["offset"]] for m in run.lost],
-        "more_lost": s["lost"] + s["unseen"] - len(run.lost), "acked": s["acked"],
+        "more_lost": _gone(s) - len(run.lost), "acked": s["acked"],
     }
 
 
@@ -262,12 +267,17 @@ def _group_row(s: dict[str, Any], g: dict[str, Any], lag: tuple[int, float], mov
 
 def page(data: ReportData) -> str:
     generated = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    lost = sum(r.summary["lost"] + r.summary["unseen"] for r in data.runs)
-    controls = sum(r.summary["lost"] + r.summary["unseen"] for r in data.runs if r.summary["expect_loss"])
+    lost = sum(_gone(r.summary) for r in data.runs)
+    controls = sum(_gone(r.summary) for r in data.runs if r.summary["expect_loss"])
+    unchecked = sum(not r.summary["checked"] for r in data.runs)
     headline = (f"{len(data.runs)} run(s); {lost - controls:,} acknowledged message(s) lost or missing in all"
                 + (f" (and {controls:,} by negative controls, built to lose them)" if controls else "")
                 + ("" if lost - controls else " — no run lost an acknowledged write but the negative controls"
-                   if controls else " — no run lost an acknowledged write"))
+                   if controls else " — no run lost an acknowledged write")
+                + (f"; {unchecked} run(s) failed before their final read and could not be checked" if unchecked else ""))
+    if data.missing:
+        headline = (f"INCOMPLETE SUITE: {len(data.missing)} planned run(s) never ended: {', '.join(data.missing)}. "
+                    + headline)
     if any(t.figures["blind"] for t in data.trials):
         headline = "HARNESS BLIND: a negative control did not lose what it was built to lose (see Trials). " + headline
     return _TEMPLATES.get_template("report.html.j2").render(

@@ -15,6 +15,7 @@ from urllib.parse import urlparse
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from benchmarks import suite
 from benchmarks.analysis import inputs, metrics, trials
 from benchmarks.analysis.session import fit_codegen, spark_session
 from benchmarks.report import html
@@ -98,6 +99,9 @@ def build(root: str, out_dir: Path | None = None, master: str = "local[*]", conf
                                gap_threshold_s=gap_threshold_s, txns=found.txns, changes=found.changes)
     events = [row.asDict() for row in found.events.collect()]
     data = collect(analysis, events, source=root)
+    local = local_directory(root)
+    if local is not None and (plan := suite.read_plan(local)) is not None:
+        data.missing = [suite.describe(run, len(plan.runs)) for run in suite.missing(local)]
     peers = [r.summary for r in data.runs]
     for run in data.runs:
         run.verdict, run.severity = verdict(run.summary, peers)

@@ -35,18 +35,8 @@ def _against_warm(row: dict[str, Any]) -> str:
     return "" if row.get("warm_p50_ms") is None else f" against {row['warm_p50_ms']:,.1f} ms on the warmed path"
 
 
-def verdict(row: dict[str, Any], peers: list[dict[str, Any]]) -> tuple[str, str]:
-    """(verdict, severity) of `row`; severity is bad (acknowledged writes lost or unseen), warn
-    (writes refused or unconfirmed, invalid run) or good."""
-    parts, severity = [], "good"
-    if not row["valid"]:
-        parts.append(f"INVALID run ({'; '.join(row['invalid_reasons'] or ['reason not recorded'])})")
-        severity = "warn"
-    if row["steady"] is False:  # None: too short to judge
-        parts.append(f"NOT STEADY before any fault (p99 {row['steady_p99_first_ms'] or 0:,.0f} ms in its first third, "
-                     f"{row['steady_p99_last_ms'] or 0:,.0f} ms in its last; p50 {row['steady_p50_ms'] or 0:,.1f} ms"
-                     f"{_against_warm(row)}; {row['steady_acked_share'] or 0:.1%} of its sends acknowledged)")
-        severity = "warn"
+def _loss_said(row: dict[str, Any], parts: list[str], severity: str) -> str:
+    """What the final read found of the run's acknowledged writes, added to `parts`; the severity it leaves."""
     if row.get("expect_loss"):  # a negative control: the loss it was built to cause shows the harness can see it
         if not row["lost"] + row["unseen"]:
             parts.append("negative control LOST NOTHING: the harness may be blind to loss")
@@ -63,10 +53,31 @@ def verdict(row: dict[str, Any], peers: list[dict[str, Any]]) -> tuple[str, str]
         # only nothing was written after them (the log was truncated below them).
         parts.append(f"{_plural(row['unseen'], 'acknowledged message')} MISSING past the end of the log (unseen)")
         severity = "bad" if not row.get("expect_loss") else severity
+    return severity
+
+
+def verdict(row: dict[str, Any], peers: list[dict[str, Any]]) -> tuple[str, str]:
+    """(verdict, severity) of `row`; severity is bad (acknowledged writes lost or unseen), warn
+    (writes refused or unconfirmed, invalid run) or good."""
+    parts, severity = [], "good"
+    if not row["valid"]:
+        parts.append(f"INVALID run ({'; '.join(row['invalid_reasons'] or ['reason not recorded'])})")
+        severity = "warn"
+    if row["steady"] is False:  # None: too short to judge
+        parts.append(f"NOT STEADY before any fault (p99 {row['steady_p99_first_ms'] or 0:,.0f} ms in its first third, "
+                     f"{row['steady_p99_last_ms'] or 0:,.0f} ms in its last; p50 {row['steady_p50_ms'] or 0:,.1f} ms"
+                     f"{_against_warm(row)}; {row['steady_acked_share'] or 0:.1%} of its sends acknowledged)")
+        severity = "warn"
+    if row.get("checked") is False:  # it failed before its final read ended (None: a run of an older version)
+        parts.append(f"NOT CHECKED: the run stopped before its final read ended, so what became of its "
+                     f"{_plural(row['acked'], 'acknowledged write')} is not known")
+        severity = "warn" if severity == "good" else severity
+    else:
+        severity = _loss_said(row, parts, severity)
     refused = row["failed"] + row["indeterminate"]
     aborted = row.get("txn_failed_sends") or 0  # messages of transactions that did not commit: purged, as they should
     if refused:
-        written = row["failed_delivered"] + row["indeterminate_delivered"]
+        written = (row["failed_delivered"] or 0) + (row["indeterminate_delivered"] or 0)  # None: not checked
         said = [text for n, text in ((row["failed"], f"{_plural(row['failed'], 'send')} failed"),
                                      (row["indeterminate"], f"{_plural(row['indeterminate'], 'send')} unconfirmed")) if n]
         parts.append(" and ".join(said) + (f" ({written:,} of them written anyway)" if written else "")

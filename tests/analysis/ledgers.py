@@ -88,7 +88,7 @@ def frames(spark):
                                    False, 2, 100,
                                    "broker-kill (leader of 0) at 3 s",
                                    [{"kind": "broker-kill", "target": "leader of 0", "at_s": 3.0, "heal_at_s": None}],
-                                   ns(0), ns(1), 10.0, ns(10), True, [], 1, False, None, 0.9, None, [])], schemas.RUNS)
+                                   ns(0), ns(1), 10.0, ns(10), True, [], 1, False, None, 0.9, None, [], True)], schemas.RUNS)
     events = spark.createDataFrame([
         event(ns(0), "run-start"),
         event(ns(3.9), "fault-intent", fault_id="f1", kind="broker-kill", broker=1, reason="leader of 0",

@@ -138,3 +138,44 @@ def test_injections_skipped_or_off_target_are_listed_with_why_and_their_make_up(
                      "the cluster had not recovered 1 s after the injection was due: broker 2 is not in the ISR of t-0",
                      "faults[0] #3",
                      "4.0", "faults[0] #2", "missed", "the leader of t-0 was broker 2, not broker 1", "–"]  # acted at 4 s
+
+
+def test_a_failed_run_is_reported_invalid_and_unchecked_and_a_stopped_suite_names_its_missing_runs(spark, tmp_path):
+    """A suite of three trials stopped in its third: the first ran through, the second failed
+    before its final read ended (summary.json says checked: false), the third never ended.
+    The report shows the second invalid with its reason and no loss figures (not known, not 0),
+    and names the third as missing, on the page and at the command line."""
+    ledgers.write_run_dir(spark, tmp_path / "r1-hand-built", run_id="r1", trial=1)
+    failed = tmp_path / "r2-hand-built-trial002"
+    ledgers.write_run_dir(spark, failed, run_id="r2", trial=2)
+    summary = json.loads((failed / "summary.json").read_text())
+    reason = "final read failed: RetriesExhausted: final read (read_uncommitted): end offset of t-0: still " \
+             "OFFSET_NOT_AVAILABLE after 14 attempts in 58.0 s"
+    summary |= {"valid": False, "invalid_reasons": [reason], "checked": False}
+    (failed / "summary.json").write_text(json.dumps(summary))
+    (tmp_path / "r3-hand-built-trial003").mkdir()  # the run under way when the suite was stopped
+    (tmp_path / "r3-hand-built-trial003" / "events.jsonl").write_text("")
+    plan = records.SuitePlan(suite="seeds", inventory="inventories/local", quick=True, seed=None, trials=None, ledger=True,
+                             runs=[records.PlannedRun(number=n, scenario="hand-built", trial=n, trials=3)
+                                   for n in (1, 2, 3)])
+    (tmp_path / "suite.json").write_text(plan.model_dump_json())
+
+    result = CliRunner().invoke(cli, ["report", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    assert "incomplete suite: 1 planned run(s) never ended: [3/3] hand-built trial 3/3" in " ".join(result.output.split())
+    report = outputs.build(str(tmp_path))
+    assert report.data.missing == ["[3/3] hand-built trial 3/3"]
+    ran, stopped = sorted(report.data.runs, key=lambda r: r.summary["run_id"])
+    assert ran.summary["checked"] and ran.summary["lost"] == 1 and ran.summary["unseen"] == 1
+    assert not stopped.summary["checked"]
+    assert {c: stopped.summary[c] for c in ("lost", "unseen", "duplicates")} == dict.fromkeys(
+        ("lost", "unseen", "duplicates"))
+    assert stopped.summary["acked"] == ran.summary["acked"]  # what the load itself counted stands
+    assert stopped.verdict.startswith(f"INVALID run ({reason}); NOT CHECKED: the run stopped before its final read")
+    assert "LOST" not in stopped.verdict and stopped.severity == "warn"
+    page = report.html.read_text()
+    assert "INCOMPLETE SUITE: 1 planned run(s) never ended: [3/3] hand-built trial 3/3" in page
+    assert "1 run(s) failed before their final read and could not be checked" in page
+    with open(report.csv, newline="", encoding="utf-8") as handle:
+        rows = {row["run_id"]: row for row in csv.DictReader(handle)}
+    assert (rows["r2"]["lost"], rows["r2"]["checked"], rows["r1"]["lost"]) == ("", "False", "1")

@@ -295,3 +295,63 @@ def test_bad_input_exits_invalid_input_naming_file_and_field_with_nothing_writte
     assert said in " ".join(out.output.split())
     assert fake.calls == [] and not results.exists()
 
+
+def summary_of(scenario, trial, results_root, run_id, valid=True):
+    """A run's summary as the runner writes it, in a run directory of its own under `results_root`."""
+    from benchmarks import records
+
+    run_dir = results_root / f"{run_id}-{scenario.name}-trial{trial:03d}"
+    run_dir.mkdir(parents=True)
+    summary = records.RunSummary(
+        run_id=run_id, scenario=scenario.name, description="", run_dir=str(run_dir), topic="t", metadata_mode=None,
+        kafka_version=None, acks="all", replication_factor=3, min_insync_replicas=1, unclean_leader_election=False,
+        partitions=3, message_size=100, fault="none", fault_schedule=[], load_start_ns=1, measured_from_ns=1,
+        warm_p50_ms=None, load_end_ns=2, sent=1, acked=1, failed=0, indeterminate=0, acked_lost=0, acked_lost_ids=[],
+        lost=0, unseen=0, duplicates=0, final_read=1, consumed={}, throughput_msgs_s=1.0, faults=[], valid=valid,
+        invalid_reasons=[] if valid else ["load failed: RuntimeError: a bug"], live_counters=records.LiveCounters(
+            sent=1, acked=1, failed=0, indeterminate=0), trial=trial, trials=scenario.trials)
+    (run_dir / "events.jsonl").write_text("")
+    (run_dir / "summary.json").write_text(summary.model_dump_json())
+    return summary
+
+
+def test_a_suite_stopped_in_its_fourth_run_is_resumed_from_it_with_the_same_options(tmp_path, monkeypatch):
+    from benchmarks import suite
+    from benchmarks.commands import run as run_command
+
+    calls = []
+
+    def execute(scenario, inventory, inventory_path, runner, results_root, trial, **kwargs):
+        calls.append(trial)
+        if len(calls) == 4 and trial == 4:  # killed during its fourth run: no summary of it
+            (results_root / "r4-six-trial004").mkdir()
+            (results_root / "r4-six-trial004" / "events.jsonl").write_text("")
+            raise KeyboardInterrupt
+        return summary_of(scenario, trial, results_root, f"r{len(calls)}", valid=trial != 2)
+
+    monkeypatch.setattr(run_command.runner_lib, "execute", execute)
+    monkeypatch.setattr(run_command.connection_lib, "preflight", lambda conn: None)  # no cluster here
+    scenario = tmp_path / "six.yml"
+    scenario.write_text("scenario: {name: six, trials: 6}\n")
+    results = tmp_path / "results"
+    out = invoke(FakeRunner(result()), "run", str(scenario), "--results", str(results), "--seed", "3", "--no-report")
+    assert out.exit_code != 0 and calls == [1, 2, 3, 4]
+    [stopped] = [p for p in results.iterdir() if p.is_dir()]
+    assert [(r.number, r.trial) for r in suite.missing(stopped)] == [(4, 4), (5, 5), (6, 6)]
+    assert suite.unfinished(stopped) == [stopped / "r4-six-trial004"]
+
+    # Other options than the suite began with are refused, naming the field, before anything runs.
+    out = invoke(FakeRunner(result()), "run", str(scenario), "--results", str(results), "--seed", "4", "--no-report",
+                 "--resume", str(stopped))
+    assert out.exit_code == ExitCode.INVALID_INPUT
+    assert f"{stopped / 'suite.json'}: seed was 3 when the suite began, this command says 4" in " ".join(out.output.split())
+    assert calls == [1, 2, 3, 4]
+
+    out = invoke(FakeRunner(result()), "run", str(scenario), "--results", str(results), "--seed", "3", "--no-report",
+                 "--resume", str(stopped))
+    assert calls == [1, 2, 3, 4, 4, 5, 6], "only the runs without a summary"
+    assert "resuming" in out.output and "3 of 6 runs done" in out.output
+    assert out.exit_code == ExitCode.INVALID_RUNS, "trial 2 was invalid: the suite says so at its end"
+    assert suite.missing(stopped) == []
+    assert [p.name for p in results.iterdir() if p.is_dir()] == [stopped.name], "resumed in place"
+    assert "six trial 6/6" in out.output and "six trial 1/6" in out.output  # the table holds every run
