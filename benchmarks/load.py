@@ -371,15 +371,20 @@ def final_read(conn: Connection, topic: str, run_id: str, ledger_dir: Path, conf
     delivered for, and a read_committed read skips aborted records too: the client's end-of-partition
     event says where it stands. The topic's partitions and end offsets are asked under `retrier`'s
     policy, for at most `timeout_s`: just after a heal a new leader answers OFFSET_NOT_AVAILABLE until
-    its high watermark has caught up, and a stale client is told NOT_LEADER_OR_FOLLOWER."""
-    from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
+    its high watermark has caught up, and a stale client is told NOT_LEADER_OR_FOLLOWER. A client
+    whose metadata went stale while a partition's replicas were down keeps answering
+    _UNKNOWN_PARTITION for it (seen for two minutes after two of three brokers came back): after a
+    miss the end offsets are asked by a new client, whose metadata is the cluster's as it is now."""
+    from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, TopicPartition
 
     tag = run_tag(run_id)
     isolation = "read_committed" if group == FINAL_READ_COMMITTED else "read_uncommitted"
-    consumer = Consumer(conn.config({**(config or {}), "group.id": f"{CLIENT_NAME_PREFIX}{run_id}-{group}",
-                                     "enable.auto.commit": False, "auto.offset.reset": "earliest",
-                                     "isolation.level": isolation, "enable.partition.eof": True,
-                                     "logger": silent_logger("kafka_bench.final")}))
+    settings = conn.config({**(config or {}), "group.id": f"{CLIENT_NAME_PREFIX}{run_id}-{group}",
+                            "enable.auto.commit": False, "auto.offset.reset": "earliest",
+                            "isolation.level": isolation, "enable.partition.eof": True,
+                            "logger": silent_logger("kafka_bench.final")})
+    consumer = Consumer(settings)
+    askers = [consumer]  # who asks the end offsets: the last one (a new client after each miss)
     out = ledger.LedgerWriter(ledger_dir, f"consumer-{group}", ledger.CONSUME_SCHEMA)
     try:
         step = f"final read ({isolation})"
@@ -387,7 +392,12 @@ def final_read(conn: Connection, topic: str, run_id: str, ledger_dir: Path, conf
                                          timeout_s))
 
         def end_offset(partition: int) -> int:
-            return int(consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=30)[1])
+            try:
+                return int(askers[-1].get_watermark_offsets(TopicPartition(topic, partition), timeout=30)[1])
+            except KafkaException:
+                askers.append(Consumer(settings))
+                _partitions(askers[-1], topic)  # its metadata of the topic, asked now
+                raise
 
         ends: dict[int, int] = {p: retrier.call(step, f"end offset of {topic}-{p}", functools.partial(end_offset, p),
                                                 timeout_s) for p in partitions}
@@ -412,4 +422,5 @@ def final_read(conn: Connection, topic: str, run_id: str, ledger_dir: Path, conf
         return ends
     finally:
         out.close()
-        consumer.close()
+        for client in askers:
+            client.close()
