@@ -179,3 +179,6 @@ def test_a_failed_run_is_reported_invalid_and_unchecked_and_a_stopped_suite_name
     with open(report.csv, newline="", encoding="utf-8") as handle:
         rows = {row["run_id"]: row for row in csv.DictReader(handle)}
     assert (rows["r2"]["lost"], rows["r2"]["checked"], rows["r1"]["lost"]) == ("", "False", "1")
+    assert report.lost is not None
+    with open(report.lost, newline="", encoding="utf-8") as handle:
+        assert {row["run_id"] for row in csv.DictReader(handle)} == {"r1"}, "an unchecked run's writes are not listed lost"
