@@ -110,8 +110,8 @@ PERF_PACKAGES := librdkafka-dev
 perf-deps:
 	$(call apt-install,$(PERF_PACKAGES),test -f /usr/include/librdkafka/rdkafka.h,the C reference loop)
 
-## The tests: unit, lint, Spark analysis, the local clusters (ZooKeeper and KRaft), install sources,
-## Molecule, then the multi-host lab; the long end-to-end checks (marked `long`) are left to
+## The tests: unit, lint, Spark analysis, the local clusters (ZooKeeper and KRaft) with the main job
+## (`kafka-bench run seeds --quick`) on the first, install sources, Molecule, then the multi-host lab; the long end-to-end checks (marked `long`) are left to
 ## `make test-full`. Every Debian package a test uses is installed first: a test never skips for a
 ## missing one.
 test: install test-deps

@@ -74,7 +74,7 @@ def run_cli(*args: str, timeout: float = 900) -> subprocess.CompletedProcess:
 
 
 # The modules that use the session's local ZooKeeper cluster (`deployed_cluster`, deployed once).
-LOCAL_CLUSTER_MODULES = ("test_cluster_lifecycle.py", "test_runner.py")
+LOCAL_CLUSTER_MODULES = ("test_cluster_lifecycle.py", "test_runner.py", "test_main_job.py")
 
 
 def pytest_collection_modifyitems(config, items):
