@@ -216,7 +216,7 @@ class Run:
     broker_cpu_s: float | None = None  # CPU the brokers spent during the load (/proc here, or over SSH)
     retrier: retry.Retrier = dataclasses.field(default_factory=retry.Retrier)  # its calls to Kafka
     step: str = "start"  # the step under way, as a failure names it
-    failed: list[str] = dataclasses.field(default_factory=list)  # the steps that raised, and what
+    failed: list[str] = dataclasses.field(default_factory=list)  # the steps that raised, in order
     checked: bool = False  # the final read reached the end offsets: the ledgers can be checked
 
     def stage(self, step: str, body: Callable[[Run], Any]) -> bool:
@@ -238,6 +238,11 @@ class Run:
         with open(self.run_dir / "error.txt", "a", encoding="utf-8") as handle:
             handle.write(f"--- {self.step}\n{traceback.format_exc()}\n")
         self.events.write(records.RunFailed(step=self.step, error=error))
+
+    @property
+    def fault_log(self) -> list[records.AppliedFault]:
+        """The faults the schedule applied (none before the load)."""
+        return self.steps.fault_log if self.steps else []
 
     def show(self, phase: str, elapsed: float = 0.0) -> None:
         if self.progress:
@@ -509,8 +514,7 @@ def _collect(run: Run) -> None:
     run_dir = run.run_dir
     if run.inventory.given is None:  # a cluster known only by its bootstrap address has no host to read logs on
         run.runner.run("collect-logs.yml", run.inventory_path, extravars={"collect_logs_dest": str(run_dir / "logs")})
-    fault_log = run.steps.fault_log if run.steps else []
-    ids = {f.fault_id for f in fault_log}
+    ids = {f.fault_id for f in run.fault_log}
     with open(run_dir / "fault-journal.jsonl", "w", encoding="utf-8") as handle:
         for entry in run.journal.entries():
             if entry["fault_id"] in ids:
@@ -554,7 +558,7 @@ def _summarize(run: Run) -> records.RunSummary:
         acked_lost=verdict.acked_lost, acked_lost_ids=verdict.missing_ids, lost=verdict.lost, unseen=verdict.unseen,
         duplicates=verdict.duplicates, final_read=verdict.final_read, consumed=consumed,
         throughput_msgs_s=verdict.acked / ((end_ns - start_ns) / 1e9) if end_ns > start_ns > 0 else 0.0,
-        faults=run.steps.fault_log if run.steps else [], valid=not run.invalid, invalid_reasons=run.invalid,
+        faults=run.fault_log, valid=not run.invalid, invalid_reasons=run.invalid,
         checked=run.checked, failed_steps=run.failed,
         live_counters=records.LiveCounters(sent=sent, acked=acked_live, failed=failed, indeterminate=indeterminate),
         trial=run.trial, trials=s.trials, expect_loss=s.expect_loss, broker_cpu_s=run.broker_cpu_s,
