@@ -7,10 +7,8 @@ from pyspark.sql import functions as F
 
 from benchmarks import records
 from benchmarks.analysis import schemas
+from benchmarks.analysis.contract import EXPECTED_ACKS, GAP_THRESHOLD_S
 from benchmarks.analysis.exprs import UNBOUNDED
-
-GAP_THRESHOLD_S = 1.0
-EXPECTED_ACKS = 5.0  # a gap must also be as long as 5 acks take at the partition's average rate
 
 
 def partition_states(timeline: DataFrame, runs: DataFrame) -> DataFrame:

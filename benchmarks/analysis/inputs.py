@@ -11,10 +11,7 @@ from pyspark.sql import functions as F
 
 from benchmarks import ledger
 from benchmarks.analysis import schemas
-
-
-class InputError(ValueError):
-    """The directory holds no run, or a run lacks what the analysis needs; the message names it."""
+from benchmarks.analysis.contract import InputError
 
 
 @dataclasses.dataclass

@@ -31,8 +31,6 @@ from pyspark.sql import functions as F
 from benchmarks import records
 from benchmarks.analysis import schemas
 from benchmarks.analysis.availability import (
-    EXPECTED_ACKS,
-    GAP_THRESHOLD_S,
     acked_invisible,
     fault_impact,
     health_time,
@@ -47,6 +45,7 @@ from benchmarks.analysis.consumers import (
     read_anomalies,
     rebalances,
 )
+from benchmarks.analysis.contract import EXPECTED_ACKS, GAP_THRESHOLD_S
 from benchmarks.analysis.costs import security_cost
 from benchmarks.analysis.latency import end_to_end, errors, per_second, produce_phases
 from benchmarks.analysis.outcomes import (

@@ -14,11 +14,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import types as T
 
 from benchmarks import ledger, records, timeline
-
-
-class SchemaError(ValueError):
-    """An input lacks a column or has one of the wrong type; the message names both."""
-
+from benchmarks.analysis.contract import SchemaError
 
 _ARROW_TO_SPARK = {
     pa.string(): T.StringType(), pa.int32(): T.IntegerType(), pa.int64(): T.LongType(),

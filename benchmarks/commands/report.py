@@ -4,15 +4,18 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 from rich.table import Table
 
-from benchmarks.analysis import inputs, metrics, schemas
+from benchmarks.analysis.contract import GAP_THRESHOLD_S, InputError, SchemaError
 from benchmarks.analysis.session import parse_conf
 from benchmarks.console import console, stdout
 from benchmarks.exit_codes import ExitCode
-from benchmarks.report import outputs
+
+if TYPE_CHECKING:  # PySpark is loaded when a report is built, not by every command of the CLI
+    from benchmarks.report import outputs
 
 
 def _count(value: int | None) -> str:
@@ -38,13 +41,15 @@ def terminal_table(report: outputs.Report) -> Table:
 
 
 def analyse_and_report(root: str, out: Path | None = None, master: str = "local[*]", conf: dict[str, str] | None = None,
-                       gap_threshold_s: float = metrics.GAP_THRESHOLD_S) -> outputs.Report:
+                       gap_threshold_s: float = GAP_THRESHOLD_S) -> outputs.Report:
     """Build the report, print the table and where the files are; errors exit with INVALID_INPUT."""
+    from benchmarks.report import outputs
+
     started = time.monotonic()
     console.print(f"analysing {root} with Spark ({master}) ...")
     try:
         report = outputs.build(root, out, master, conf, gap_threshold_s)
-    except (inputs.InputError, schemas.SchemaError) as exc:
+    except (InputError, SchemaError) as exc:
         console.print(f"[red]error:[/] {exc}")
         raise click.exceptions.Exit(ExitCode.INVALID_INPUT) from exc
     stdout.print(terminal_table(report))
@@ -67,7 +72,7 @@ def analyse_and_report(root: str, out: Path | None = None, master: str = "local[
               help="Directory for report.html and summary.csv/parquet (default: the analysed directory).")
 @click.option("--master", default="local[*]", show_default=True, help="Spark master URL.")
 @click.option("--conf", "conf_pairs", multiple=True, metavar="KEY=VALUE", help="Spark configuration, repeatable.")
-@click.option("--gap-threshold", type=click.FloatRange(min=0.1), default=metrics.GAP_THRESHOLD_S, show_default=True,
+@click.option("--gap-threshold", type=click.FloatRange(min=0.1), default=GAP_THRESHOLD_S, show_default=True,
               help="Seconds without an ack to a partition that count as unavailability.")
 def report(run_or_sweep_dir: str, out: Path | None, master: str, conf_pairs: tuple[str, ...], gap_threshold: float) -> None:
     """Analyse a run directory, or a directory of runs (what `kafka-bench run` writes), and

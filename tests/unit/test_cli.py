@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -12,7 +14,7 @@ from benchmarks.ansible import PlaybookResult, ProgressEvent, TaskFailure
 from benchmarks.cli import cli
 from benchmarks.commands.cluster import VALIDATION_PLAYS
 from benchmarks.exit_codes import ExitCode
-from tests.conftest import LOCAL_INVENTORY
+from tests.conftest import LOCAL_INVENTORY, ROOT
 
 
 class FakeRunner:
@@ -355,3 +357,11 @@ def test_a_suite_stopped_in_its_fourth_run_is_resumed_from_it_with_the_same_opti
     assert suite.missing(stopped) == []
     assert [p.name for p in results.iterdir() if p.is_dir()] == [stopped.name], "resumed in place"
     assert "six trial 6/6" in out.output and "six trial 1/6" in out.output  # the table holds every run
+
+
+def test_the_cli_loads_no_pyspark_until_a_report_is_built():
+    """Every kafka-bench command pays for what `import benchmarks.cli` loads (PySpark was 87 modules
+    of it): only the analysis loads it."""
+    code = "import sys, benchmarks.cli; print(sorted(m for m in sys.modules if m.split('.')[0] == 'pyspark'))"
+    loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
+    assert loaded.stdout.strip() == "[]", loaded.stdout
