@@ -135,7 +135,9 @@ test-full: install test-deps
 test-deps: perf-deps lab-deps
 	$(call apt-install,vagrant,command -v vagrant >/dev/null,validating the Vagrantfile)
 
-test-unit: install test-deps
+## The fast loop: no root, no Debian package, no cluster (~1 minute). The linters and the tools
+## `make test-deps` installs (Vagrant, ruby, librdkafka-dev) are exercised by tests/tools.
+test-unit: install
 	$(BIN)/python -m pytest tests/unit
 
 test-cluster: install perf-deps
