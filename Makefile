@@ -1,6 +1,6 @@
 # kafka-bench: two commands on a fresh machine.
 #   make bench   deploy the local three-broker cluster and run the main job
-#   make test    run the tests (unit, lint, real-cluster, install sources, Molecule)
+#   make test    run the tests (unit, lint, Spark analysis, real clusters, install sources, the lab)
 # Both create .venv and install what they need on first use.
 
 SHELL := /bin/bash
@@ -110,10 +110,10 @@ PERF_PACKAGES := librdkafka-dev
 perf-deps:
 	$(call apt-install,$(PERF_PACKAGES),test -f /usr/include/librdkafka/rdkafka.h,the C reference loop)
 
-## The tests: unit, lint, Spark analysis, the local clusters (ZooKeeper and KRaft) with the main job
-## (`kafka-bench run seeds --quick`) on the first, install sources, Molecule, then the multi-host lab; the long end-to-end checks (marked `long`) are left to
-## `make test-full`. Every Debian package a test uses is installed first: a test never skips for a
-## missing one.
+## The tests: unit, tools and lint, Spark analysis, the local clusters (ZooKeeper and KRaft) with the
+## main job (`kafka-bench run seeds --quick`) on the first, install sources, then the multi-host
+## lab; the long end-to-end checks (marked `long`, Molecule among them) are left to `make test-full`.
+## Every Debian package a test uses is installed first: a test never skips for a missing one.
 test: install test-deps
 	$(BIN)/python -m pytest
 	$(MAKE) test-lab
@@ -131,7 +131,7 @@ test-full: install test-deps
 	$(BIN)/python -m pytest -m 'not lab'
 	$(MAKE) test-lab LAB_TESTS=lab
 
-## The C loop's headers, the lab's packages, and Vagrant (its file is validated by the unit tests).
+## The C loop's headers, the lab's packages, and Vagrant (tests/tools validates the Vagrantfile).
 test-deps: perf-deps lab-deps
 	$(call apt-install,vagrant,command -v vagrant >/dev/null,validating the Vagrantfile)
 
