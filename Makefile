@@ -12,7 +12,7 @@ INVENTORY ?= inventories/local
 # Tools the tests and playbooks start (ansible-playbook, molecule, ...) come from the venv.
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: bench bench-durability bench-kraft bench-operations bench-evidence bench-lab bench-lab-kraft bench-operations-lab perf perf-deps perf-analysis report test test-full test-deps test-unit test-cluster test-roles test-lab lint install cluster-up cluster-down cluster-status lab-deps lab-up lab-down clean
+.PHONY: docs bench bench-durability bench-kraft bench-operations bench-evidence bench-lab bench-lab-kraft bench-operations-lab perf perf-deps perf-analysis report test test-full test-deps test-unit test-cluster test-roles test-lab lint install cluster-up cluster-down cluster-status lab-deps lab-up lab-down clean
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -89,6 +89,11 @@ perf: install perf-deps
 ## Spark analysis vs DuckDB on the same Parquet files (1M and 10M synthetic messages).
 perf-analysis: install
 	$(BIN)/python -m benchmarks.perf.analysis_engines
+
+## The scenario and fault-kind references (docs/reference/), generated from the models; a unit
+## test fails when the committed pages are stale.
+docs: install
+	$(BIN)/python -m benchmarks.reference
 
 ## Re-analyse a results directory: make report DIR=benchmarks/results/<time>-seeds
 report: install

@@ -32,29 +32,33 @@ class ScenarioError(ValueError):
 
 
 class ConsumerGroup(Strict):
-    name: Annotated[str, Field(pattern=NAME)]
-    consumers: Annotated[int, Field(ge=1, le=64)] = 1
+    """A consumer group reading the run's topic: its members, each a process of its own."""
+
+    name: Annotated[str, Field(pattern=NAME)]  # its group.id is kafka-bench-<run id>-<name>
+    consumers: Annotated[int, Field(ge=1, le=64)] = 1  # members, each a consumer process
     # Kill one member this many seconds into the measured phase (seed 001's consumer failover).
     kill_one_at_s: Annotated[float, Field(ge=0)] | None = None
 
 
 class Workload(Strict):
-    topic: Annotated[str, Field(pattern=NAME)] | None = None
+    """The topic a run creates and the load it drives: open-loop, on intended send times."""
+
+    topic: Annotated[str, Field(pattern=NAME)] | None = None  # each run's topic is this, suffixed; null: kb-<scenario name>
     partitions: Annotated[int, Field(ge=1, le=1000)] = 3
     replication_factor: Annotated[int, Field(ge=1, le=15)] = 3
-    min_insync_replicas: Annotated[int, Field(ge=1, le=15)] = 1
-    unclean_leader_election: bool = False
+    min_insync_replicas: Annotated[int, Field(ge=1, le=15)] = 1  # the topic's min.insync.replicas
+    unclean_leader_election: bool = False  # the topic's unclean.leader.election.enable
     # Eligible Leader Replicas (KIP-966, KRaft): true/false finalizes eligible.leader.replicas.version
     # 1/0 on the cluster before the run; null leaves the cluster as it is. Either way the run records it.
     eligible_leader_replicas: bool | None = None
-    topic_config: dict[str, str] = {}
-    message_size: Annotated[int, Field(ge=16, le=1_000_000)] = 100
+    topic_config: dict[str, str] = {}  # other topic configs, as kafka-configs names them
+    message_size: Annotated[int, Field(ge=16, le=1_000_000)] = 100  # bytes of each message's value
     keys: Annotated[int, Field(ge=0)] = 64  # distinct keys spread over the partitions; 0 sends no key
     producers: Annotated[int, Field(ge=1, le=64)] = 2  # producer processes
     rate: Annotated[float, Field(gt=0)] | None = 1000.0  # messages/s over all producers; null = unthrottled
-    warmup_s: Annotated[float, Field(ge=0)] = 2.0
-    duration_s: Annotated[float, Field(gt=0)] = 20.0
-    consumer_groups: list[ConsumerGroup] = []
+    warmup_s: Annotated[float, Field(ge=0)] = 2.0  # load before the measured phase (left out of its figures)
+    duration_s: Annotated[float, Field(gt=0)] = 20.0  # the measured phase; fault and procedure times fall inside it
+    consumer_groups: list[ConsumerGroup] = []  # groups reading the topic as it is written
 
     @field_validator("topic_config")
     @classmethod
@@ -132,14 +136,16 @@ def librdkafka_refuses(role: str, config: dict[str, Any]) -> str | None:
 
 
 class ClientProfile(Strict):
-    name: Annotated[str, Field(pattern=NAME)] = "default"
+    """The clients' settings: the workload apart from how its clients are configured."""
+
+    name: Annotated[str, Field(pattern=NAME)] = "default"  # the profile's name in the report
     # The producers' client: librdkafka (confluent-kafka) or Kafka's own Java producer
     # (kafka-clients 4.3.1, with KIP-890's transaction verification; playbooks/java-client.yml
     # installs it). The consumers, the warm-up and the final read stay on librdkafka.
     producer_library: Literal["librdkafka", "java"] = "librdkafka"
     # Raw librdkafka properties. Everything that matters is recorded as resolved by the client.
     producer: dict[str, str | int | float | bool] = {}
-    consumer: dict[str, str | int | float | bool] = {}
+    consumer: dict[str, str | int | float | bool] = {}  # raw librdkafka properties of every consumer group's members
     # Exactly-once (librdkafka's transactional producer); None: plain sends.
     transactions: Transactions | None = None
     # How the clients connect: the client settings the cluster's inventory has for this profile
@@ -202,11 +208,14 @@ class ClientProfile(Strict):
 
 
 class Scenario(Strict):
-    name: Annotated[str, Field(pattern=NAME)]
-    description: str = ""
+    """One measured run (or, with a sweep, one per point): a workload, a client profile, and the
+    faults and procedures scheduled on the clock of its load."""
+
+    name: Annotated[str, Field(pattern=NAME)]  # names the run's directory and its row in the report
+    description: str = ""  # what the run shows, on the report
     workload: Workload = Workload()
     client: ClientProfile = ClientProfile()
-    faults: list[Fault] = []
+    faults: list[Fault] = []  # injected and healed at their times (seconds into the measured phase)
     # Operational procedures (playbooks) run under the load at their time; see benchmarks/procedures.py.
     procedures: list[Procedure] = []
     # Whether --quick may shorten this scenario; false where the faults need real time (a killed

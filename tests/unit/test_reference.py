@@ -1,0 +1,30 @@
+"""The scenario and fault-kind references in docs/reference are what the models generate now."""
+
+from __future__ import annotations
+
+from benchmarks import fault_kinds, procedures, reference, scenario
+
+
+def test_the_committed_references_are_not_stale():
+    assert reference.stale() == [], "docs/reference is stale: run `make docs` and commit it"
+
+
+def test_every_field_of_a_scenario_and_every_kind_is_described():
+    page = reference.scenario_page()
+    for model in (scenario.Scenario, scenario.Workload, scenario.ConsumerGroup, scenario.ClientProfile,
+                  scenario.Transactions, procedures.ProcedureSpec):
+        for name in model.model_fields:
+            assert f"| `{name}` |" in page, f"{model.__name__}.{name}"
+    for name in procedures.NAMES:
+        assert f"### `playbook: {name}`" in page
+    faults = reference.faults_page()
+    for kind, spec in fault_kinds.KINDS.items():
+        assert f"## `kind: {kind}`" in faults and spec.playbook in faults
+
+
+def test_types_defaults_and_bounds_are_read_from_the_model():
+    page = reference.scenario_page()
+    assert "| `partitions` | integer | `3` | ≥ 1; ≤ 1000 |" in page
+    assert "| `rate` | number or null | `1000.0` | > 0 | messages/s over all producers; null = unthrottled |" in page
+    assert "| `security` | string or null | `null` | `plaintext` · `tls` · `mtls` · `sasl_ssl` |" in page
+    assert "| `name` | string | required | matches `^[a-z0-9][a-z0-9._-]*$` |" in page
