@@ -14,6 +14,8 @@ RUNNER_DIR = PROJECT_ROOT / ".runner"
 STATE_DIR = PROJECT_ROOT / ".state"
 # Built-in suites: one directory of scenario files each, run in file-name order.
 SUITES = PROJECT_ROOT / "benchmarks" / "suites"
+# Client profiles scenarios share by name (`client: safe` is clients/safe.yml).
+CLIENTS = PROJECT_ROOT / "benchmarks" / "clients"
 # Written before every fault injection, so `kafka-bench heal` can revert faults of a runner
 # that was itself killed.
 FAULT_JOURNAL = STATE_DIR / "fault-journal.jsonl"

@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationIn
 
 from benchmarks.codes import TOPIC_PREFIX
 from benchmarks.fault_kinds import KINDS, Fault, Injection, Strict
+from benchmarks.paths import CLIENTS
 from benchmarks.procedures import NAMES as PROCEDURES
 from benchmarks.procedures import Procedure
 
@@ -214,6 +215,8 @@ class Scenario(Strict):
     name: Annotated[str, Field(pattern=NAME)]  # names the run's directory and its row in the report
     description: str = ""  # what the run shows, on the report
     workload: Workload = Workload()
+    # Its own, or a shared profile by name (`client: safe`: benchmarks/clients/safe.yml), or one
+    # extended (`client: {profile: safe, consumer: {...}}`: producer and consumer merged key by key).
     client: ClientProfile = ClientProfile()
     faults: list[Fault] = []  # injected and healed at their times (seconds into the measured phase)
     # Operational procedures (playbooks) run under the load at their time; see benchmarks/procedures.py.
@@ -483,6 +486,41 @@ def _cluster_errors(run: Run, source: str, cluster: ClusterShape) -> list[str]:
     return errors
 
 
+def client_profiles() -> list[str]:
+    """The names of the shared client profiles (benchmarks/clients/*.yml)."""
+    return sorted(p.stem for p in CLIENTS.glob("*.yml"))
+
+
+def named_client(value: Any, source: str, field: str = "scenario.client") -> Any:
+    """A client given by a shared profile's name, or extending one (`{profile: NAME, ...}`), as
+    the mapping it stands for; any other value as it is (the model judges it)."""
+    if isinstance(value, str):
+        name, extra = value, {}
+    elif isinstance(value, dict) and "profile" in value:
+        name, extra = value["profile"], {k: v for k, v in value.items() if k != "profile"}
+    else:
+        return value
+    path = CLIENTS / f"{name}.yml"
+    if not isinstance(name, str) or not re.fullmatch(NAME, name) or not path.is_file():
+        raise ScenarioError(f"{source}: {field}: no client profile {name!r}; the profiles are "
+                            f"{', '.join(client_profiles())} (files in {CLIENTS})")
+    try:
+        profile = read_yaml(path.read_text())
+    except yaml.YAMLError as exc:
+        raise ScenarioError(f"{path}: not valid YAML: {exc}") from None
+    if not isinstance(profile, dict):
+        raise ScenarioError(f"{path}: a client profile must be a mapping (the keys of a scenario's client)")
+    merged = {**profile, **extra}
+    for section in ("producer", "consumer"):
+        if isinstance(profile.get(section), dict) and isinstance(extra.get(section), dict):
+            merged[section] = {**profile[section], **extra[section]}
+    return merged
+
+
+def _with_client(raw: dict[str, Any], source: str) -> dict[str, Any]:
+    return {**raw, "client": named_client(raw["client"], source)} if "client" in raw else raw
+
+
 def parse(doc: Any, source: str = "<scenario>", cluster: ClusterShape | None = None,
           in_suite: bool = False) -> list[Run]:
     """Validate a scenario document and expand its sweep into runs. `cluster` (from the inventory,
@@ -501,12 +539,15 @@ def parse(doc: Any, source: str = "<scenario>", cluster: ClusterShape | None = N
     runs: list[Run] = []
     errors: list[str] = []
     base = {**top.scenario, **top.kraft} if cluster is not None and cluster.metadata_mode == "kraft" else top.scenario
+    base = _with_client(base, source)
     if top.kraft:  # the KRaft variant is checked wherever the file is read, not only on a KRaft cluster
         try:
-            Scenario.model_validate({**top.scenario, **top.kraft})
+            Scenario.model_validate(_with_client({**top.scenario, **top.kraft}, source))
         except ValidationError as exc:
             errors.append(_format(exc, source + " (its kraft variant)", "scenario."))
-    for index, values in enumerate(itertools.product(*(top.sweep[p] for p in paths))):
+    # A client swept over shared profiles is recorded as the clients they stand for.
+    sweep = {p: [named_client(v, source, f"sweep.{p}") for v in vs] if p == "client" else vs for p, vs in top.sweep.items()}
+    for index, values in enumerate(itertools.product(*(sweep[p] for p in paths))):
         point = dict(zip(paths, values))
         raw = copy.deepcopy(base)
         for path, value in point.items():

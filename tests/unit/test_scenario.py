@@ -494,3 +494,45 @@ def test_a_profile_on_the_java_producer_takes_the_settings_both_clients_share_on
     [run] = parse(scenario={"client": {"producer_library": "java", "producer": {"acks": "all", "linger.ms": 5}}})
     assert run.scenario is not None and run.scenario.client.producer_library == "java"
 
+
+
+SAFE_PRODUCER = {"acks": "all", "enable.idempotence": True, "linger.ms": 5}
+
+
+def test_a_client_named_by_a_shared_profile_is_that_profile():
+    [named] = parse({"client": "safe"})
+    [written] = parse({"client": {"producer": SAFE_PRODUCER}})
+    assert named.scenario == written.scenario
+
+
+def test_a_profile_is_extended_key_by_key():
+    [run] = parse({"client": {"profile": "safe", "name": "slower", "producer": {"linger.ms": 50},
+                              "consumer": {"group.protocol": "consumer"}}})
+    client = run.scenario.client
+    assert client.name == "slower" and client.producer == {**SAFE_PRODUCER, "linger.ms": 50}
+    assert client.consumer == {"group.protocol": "consumer"}
+
+
+def test_a_sweep_over_profiles_records_the_clients_they_stand_for():
+    runs = parse(sweep={"client": [{"profile": "safe", "name": "eager"}, {"producer": {"acks": "1"}}]})
+    assert runs[0].point == {"client": {"producer": SAFE_PRODUCER, "name": "eager"}}
+    assert runs[0].scenario.client.producer == SAFE_PRODUCER and runs[1].scenario.client.acks == "1"
+
+
+@pytest.mark.parametrize("client", ["sfae", {"profile": "../seeds/00-atu-lab"}, {"profile": 3}])
+def test_an_unknown_profile_is_named_with_the_profiles_there_are(client):
+    message = error_of(scenario={"client": client})
+    assert message.startswith("demo.yml: scenario.client: no client profile ") and "the profiles are safe" in message
+
+
+def test_no_suite_file_copies_a_shared_profile():
+    """A copy would drift from the profile the other scenarios share: name it instead."""
+    profiles = {name: sc.named_client(name, "test") for name in sc.client_profiles()}
+    for path in sorted((ROOT / "benchmarks" / "suites").glob("*/*.yml")):
+        doc = sc.read_yaml(path.read_text())
+        clients = [doc["scenario"].get("client"), *doc.get("sweep", {}).get("client", [])]
+        for client in clients:
+            if isinstance(client, dict) and "profile" not in client:
+                copied = [name for name, profile in profiles.items()
+                          if profile.get("producer") == client.get("producer")]
+                assert not copied, f"{path.relative_to(ROOT)}: client repeats the {copied[0]} profile; name it"
