@@ -366,9 +366,9 @@ def _set_path(doc: dict[str, Any], path: str, value: Any) -> None:
         doc[head] = value
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, kw_only=True)
 class ClusterShape:
-    """What scenario validation needs to know of the inventory it will run on."""
+    """What scenario validation needs to know of the inventory it will run on (fields by name)."""
 
     broker_ids: tuple[int, ...]
     hosts: int  # distinct broker addresses

@@ -193,14 +193,13 @@ def run(ctx: click.Context, suite_or_file: str, inventory_path: Path, quick: boo
     if client_config is not None and bootstrap is None:
         inv = dataclasses.replace(inv, client_config=client_config)
     try:
-        shape = scenario_lib.ClusterShape(tuple(b.broker_id for b in inv.brokers), len({b.host for b in inv.brokers}),
-                                          inv.metadata_mode, tuple(c.node_id for c in inv.controllers),
-                                          len(inv.migration_controllers), inv.kafka_version,
-                                          "" if inv.given else lab_lib.netem_missing(inventory_path),
-                                          tuple(b.name for b in inv.brokers if not b.data_disk),
-                                          inv.client_profiles(),
-                                          "this run names only --bootstrap" if inv.given else "",
-                                          _not_deployed(inv))
+        shape = scenario_lib.ClusterShape(
+            broker_ids=tuple(b.broker_id for b in inv.brokers), hosts=len({b.host for b in inv.brokers}),
+            metadata_mode=inv.metadata_mode, controller_ids=tuple(c.node_id for c in inv.controllers),
+            migration_controllers=len(inv.migration_controllers), kafka_version=inv.kafka_version,
+            no_netem="" if inv.given else lab_lib.netem_missing(inventory_path),
+            no_data_disk=tuple(b.name for b in inv.brokers if not b.data_disk), client_profiles=inv.client_profiles(),
+            no_hosts="this run names only --bootstrap" if inv.given else "", not_deployed=_not_deployed(inv))
         files = scenario_files(suite_or_file)
         runs = [run for path in files for run in scenario_lib.load(path, shape, in_suite=len(files) > 1)]
         if runs and all(r.scenario is None for r in runs):

@@ -176,7 +176,8 @@ def test_the_security_cost_suite_sweeps_the_profiles_and_skips_those_a_cluster_l
     path = ROOT / "benchmarks" / "suites" / "security-cost" / "00-max-rate.yml"
     runs = scenario_lib.load(path)
     assert [r.scenario.client.security for r in runs] == ["plaintext", "tls", "mtls", "sasl_ssl"]
-    shape = scenario_lib.ClusterShape((0, 1, 2), 1, "kraft", (0, 1, 2), client_profiles=("sasl_ssl",))
+    shape = scenario_lib.ClusterShape(broker_ids=(0, 1, 2), hosts=1, metadata_mode="kraft", controller_ids=(0, 1, 2),
+                                      client_profiles=("sasl_ssl",))
     runs = scenario_lib.load(path, shape)
     assert [r.scenario.client.security for r in runs if r.scenario] == ["sasl_ssl"]
     assert [r.skipped for r in runs if not r.scenario][0].startswith("the cluster has no plaintext listener "
