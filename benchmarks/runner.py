@@ -412,16 +412,16 @@ def _drive(run: Run) -> None:
                          transactions.transactional_id(run.run_id, 0) if transactional else None)
 
     kills = [(g.name, g.kill_one_at_s) for g in w.consumer_groups if g.kill_one_at_s is not None]
-    run.steps = steps = schedule.Controller(
-        run.scenario.injections(), kills, run.warmup_s, run.factor, run.start_ns,
+    plan = schedule.Plan(run.scenario.injections(), run.warmup_s, run.factor, run.start_ns, consumer_kills=kills,
+                         procedures=run.scenario.procedures, topic=run.topic,
+                         max_brokers_down=run.scenario.max_brokers_down)
+    hands = schedule.Hands(
         faults.AnsibleFaultInjector(run.runner, run.inventory_path, run.journal, offsets=run.offsets), run.events,
-        situation,
-        run.workers.kill_one_consumer,
-        procedures=run.scenario.procedures,
+        situation, run.workers.kill_one_consumer,
         run_playbook=lambda playbook, progress, extravars: run.runner.run(playbook, run.inventory_path, extravars,
                                                                           progress=progress),
-        topic=run.topic, max_brokers_down=run.scenario.max_brokers_down,
         recovery_problems=lambda: _recovery_problems(run.inventory))
+    run.steps = steps = schedule.Controller(plan, hands)
     try:
         while run.workers.producing():
             now_ns = time.time_ns()

@@ -96,33 +96,62 @@ class ProcedureError(RuntimeError):
     """A procedure's playbook failed."""
 
 
-class Controller:
-    """The steps of one run. `situation(busy)` gives what a fault resolves its target against
-    (`busy`: brokers already under a fault; after an act, its target too); `kill_consumer(group)`
-    stops one member of a group and returns its pid (None: none left)."""
+@dataclasses.dataclass(frozen=True)
+class Plan:
+    """What a run's steps are, and how the scenario's seconds fall on the load's clock: each step
+    is due `warmup_s + at_s * factor` seconds after `start_ns`. `consumer_kills`: (group, seconds
+    into the measured phase); `topic`: the run's, for the procedures; `max_brokers_down`: an
+    injection due while as many brokers are under a fault is skipped (None: no bound)."""
 
-    def __init__(self, faults: Sequence[FaultSpec | Injection], consumer_kills: Sequence[tuple[str, float]], warmup_s: float,
-                 factor: float, start_ns: int, injector: Injector, events: Events,
-                 situation: Callable[[FaultSpec, frozenset[int]], Situation],
-                 kill_consumer: Callable[[str], int | None], lead_s: float = FAULT_LEAD_S,
-                 spawn: Callable[..., threading.Thread] = threading.Thread,
-                 procedures: Sequence[Procedure] = (), run_playbook: PlaybookCall | None = None, topic: str = "",
-                 max_brokers_down: int | None = None,
-                 recovery_problems: Callable[[], list[str]] = list, clock: Callable[[], int] = time.time_ns) -> None:
-        self.injections = [f if isinstance(f, Injection) else Injection(f, f"faults[{i}]") for i, f in enumerate(faults)]
-        self.faults, self.factor, self.start_ns = [i.fault for i in self.injections], factor, start_ns
-        self.max_brokers_down = max_brokers_down
-        self.recovery_problems = recovery_problems  # what keeps the cluster from having recovered (nothing: it has)
+    faults: Sequence[FaultSpec | Injection]
+    warmup_s: float
+    factor: float
+    start_ns: int
+    consumer_kills: Sequence[tuple[str, float]] = ()
+    procedures: Sequence[Procedure] = ()
+    topic: str = ""
+    max_brokers_down: int | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class Hands:
+    """What the steps act through and read. `situation(fault, busy)` gives what a fault resolves
+    its target against (`busy`: brokers already under a fault; after an act, its target too);
+    `kill_consumer(group)` stops one member of a group and returns its pid (None: none left);
+    `run_playbook` runs a procedure's playbook (needed when there are procedures);
+    `recovery_problems()` says what keeps the cluster from having recovered (nothing: it has)."""
+
+    injector: Injector
+    events: Events
+    situation: Callable[[FaultSpec, frozenset[int]], Situation]
+    kill_consumer: Callable[[str], int | None]
+    run_playbook: PlaybookCall | None = None
+    recovery_problems: Callable[[], list[str]] = list
+
+
+class Controller:
+    """The steps of one run: `plan` says what and when, `hands` what they act through. `lead_s`,
+    `spawn` and `clock` are seams for the tests: how early a fault's playbook starts ahead of its
+    time, how a step's thread is made, and the wall clock in ns."""
+
+    def __init__(self, plan: Plan, hands: Hands, lead_s: float = FAULT_LEAD_S,
+                 spawn: Callable[..., threading.Thread] = threading.Thread, clock: Callable[[], int] = time.time_ns) -> None:
+        self.injections = [f if isinstance(f, Injection) else Injection(f, f"faults[{i}]") for i, f in enumerate(plan.faults)]
+        self.faults, self.factor, self.start_ns = [i.fault for i in self.injections], plan.factor, plan.start_ns
+        self.max_brokers_down = plan.max_brokers_down
+        self.recovery_problems = hands.recovery_problems
         self.clock = clock
         self._gates: dict[int, tuple[int, float]] = {}  # injection waiting for recovery -> (due_ns, give up at s)
-        self.injector, self.events, self.situation, self.kill_consumer = injector, events, situation, kill_consumer
+        self.injector, self.events, self.situation = hands.injector, hands.events, hands.situation
+        self.kill_consumer = hands.kill_consumer
         self.lead_s, self.spawn = lead_s, spawn
-        self.procedures, self.run_playbook, self.topic = list(procedures), run_playbook, topic
-        if self.procedures and run_playbook is None:
+        self.procedures, self.run_playbook, self.topic = list(plan.procedures), hands.run_playbook, plan.topic
+        if self.procedures and self.run_playbook is None:
             raise ValueError("procedures need run_playbook")
-        self.warmup_s = warmup_s
+        self.warmup_s = warmup_s = plan.warmup_s
+        factor = plan.factor
         self.steps = sorted([Step(warmup_s + f.first_s * factor, INJECT, i) for i, f in enumerate(self.faults)]
-                            + [Step(warmup_s + at_s * factor, KILL_CONSUMER, group) for group, at_s in consumer_kills]
+                            + [Step(warmup_s + at_s * factor, KILL_CONSUMER, group) for group, at_s in plan.consumer_kills]
                             + [Step(warmup_s + p.at_s * factor, PROCEDURE, i) for i, p in enumerate(self.procedures)])
         self.records: dict[int, FaultRecord] = {}
         self.active: dict[str, FaultRecord] = {}  # acted, not yet healed

@@ -90,10 +90,10 @@ def controller(fault_docs, injector=None, kills=(), spawned=None, lead_s=10.0):
         spawned.append(StepThread(**kwargs))
         return spawned[-1]
 
-    steps = schedule.Controller([FAULT.validate_python(doc) for doc in fault_docs], list(kills), 2.0, 1.0, START,
-                                injector or FakeInjector(), events,
-                                lambda fault, busy: Situation(INV, status(), "t", random.Random(1), busy),
-                                lambda group: 4242, lead_s=lead_s, spawn=spawn)
+    plan = schedule.Plan([FAULT.validate_python(doc) for doc in fault_docs], 2.0, 1.0, START, consumer_kills=list(kills))
+    hands = schedule.Hands(injector or FakeInjector(), events,
+                           lambda fault, busy: Situation(INV, status(), "t", random.Random(1), busy), lambda group: 4242)
+    steps = schedule.Controller(plan, hands, lead_s=lead_s, spawn=spawn)
     return steps, events, spawned
 
 
@@ -297,11 +297,11 @@ def procedure_controller(playbooks, procedure_docs):
         spawned.append(StepThread(**kwargs))
         return spawned[-1]
 
-    steps = schedule.Controller([], [], 2.0, 1.0, START, FakeInjector(), events,
-                                lambda fault, busy: Situation(INV, status(), "t", random.Random(1), busy),
-                                lambda group: 4242, spawn=spawn,
-                                procedures=[PROCEDURE.validate_python(d) for d in procedure_docs], run_playbook=playbooks,
-                                topic="kb-demo")
+    plan = schedule.Plan([], 2.0, 1.0, START, procedures=[PROCEDURE.validate_python(d) for d in procedure_docs],
+                         topic="kb-demo")
+    hands = schedule.Hands(FakeInjector(), events, lambda fault, busy: Situation(INV, status(), "t", random.Random(1), busy),
+                           lambda group: 4242, run_playbook=playbooks)
+    steps = schedule.Controller(plan, hands, spawn=spawn)
     return steps, events, spawned
 
 
@@ -385,9 +385,10 @@ def scenario_controller(s: Scenario, injector=None, **options):
         return spawned[-1]
 
     situation = options.pop("situation", lambda fault, busy: Situation(INV, status(), "t", random.Random(1), busy))
-    steps = schedule.Controller(s.injections(), [], 2.0, 1.0, START, injector, events, situation,
-                                lambda group: None, lead_s=0.0, spawn=spawn, max_brokers_down=s.max_brokers_down,
-                                **options)
+    plan = schedule.Plan(s.injections(), 2.0, 1.0, START, max_brokers_down=s.max_brokers_down)
+    hands = schedule.Hands(injector, events, situation, lambda group: None,
+                           recovery_problems=options.pop("recovery_problems", list))
+    steps = schedule.Controller(plan, hands, lead_s=0.0, spawn=spawn, **options)
     return steps, injector, events, spawned
 
 
