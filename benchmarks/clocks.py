@@ -14,7 +14,6 @@ the host's clock before the playbook runs, the moment it acted back to the runne
 from __future__ import annotations
 
 import dataclasses
-import shlex
 import subprocess
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -22,6 +21,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from benchmarks import inventory
+from benchmarks.ssh import ssh_command
 
 SAMPLES = 5
 TIMEOUT_S = 20.0
@@ -45,23 +45,6 @@ class Offset:
 
     def to_runner(self, host_ns: int) -> int:
         return host_ns - self.offset_ns
-
-
-def ssh_command(host: str, get: inventory.HostVars, remote: str = ECHO_CLOCK) -> list[str] | None:
-    """The ssh command line Ansible would use to reach `host` (its address, user, port, key and
-    extra arguments from the inventory) to run `remote` there; None when Ansible runs the host's
-    tasks locally."""
-    if get("ansible_connection", "ssh") == "local":
-        return None
-    command = ["ssh", "-o", "BatchMode=yes", "-o", "ConnectTimeout=5"]
-    for name in ("ansible_ssh_common_args", "ansible_ssh_extra_args"):
-        command += shlex.split(str(get(name, "") or ""))
-    if key := get("ansible_ssh_private_key_file"):
-        command += ["-i", str(key)]
-    if port := get("ansible_port"):
-        command += ["-p", str(port)]
-    user, address = get("ansible_user"), get("ansible_host", host)
-    return [*command, f"{user}@{address}" if user else str(address), remote]
 
 
 def exchange(stdin: IO[str], stdout: IO[str], clock: Callable[[], int] = time.time_ns) -> tuple[int, int, int]:
@@ -101,7 +84,7 @@ def measure(inventory_path: Path, hosts: Iterable[str],
     _, resolver = inventory.read(inventory_path)
     offsets = {}
     for host in dict.fromkeys(hosts):
-        command = ssh_command(host, resolver(host))
+        command = ssh_command(host, resolver(host), ECHO_CLOCK)
         offsets[host] = Offset(host, 0, 0, "local") if command is None else measure_one(host, command)
     return offsets
 

@@ -17,7 +17,7 @@ from pathlib import Path
 from struct import error as struct_error
 from typing import Any
 
-from benchmarks import kafka_protocol
+from benchmarks import connection, kafka_protocol
 from benchmarks.connection import Connection
 from benchmarks.inventory import Broker, ClusterInventory, ZooKeeperServer
 
@@ -278,26 +278,6 @@ def _cpu_reading(output: str | None) -> tuple[int, float] | None:
         return None
 
 
-def ssh_reader(inventory_path: Path) -> Callable[[str, str], str | None]:
-    """Runs a shell command on an inventory host over SSH, as Ansible reaches it; its output, or
-    None (the host runs its tasks locally, cannot be reached, or the command failed)."""
-    from benchmarks import clocks, inventory
-
-    _, resolver = inventory.read(inventory_path)
-
-    def run(host: str, command: str) -> str | None:
-        argv = clocks.ssh_command(host, resolver(host), command)
-        if argv is None:
-            return None
-        try:
-            done = subprocess.run(argv, capture_output=True, text=True, timeout=10)
-        except (OSError, subprocess.TimeoutExpired):
-            return None
-        return done.stdout if done.returncode == 0 else None
-
-    return run
-
-
 def cpu_used(before: dict[str, tuple[int, float]] | None, after: dict[str, tuple[int, float]] | None) -> float | None:
     """CPU seconds the brokers used between two `broker_cpu` readings; None when either is missing
     or a broker is another process by then (restarted: its CPU before the restart is unknown)."""
@@ -355,18 +335,7 @@ def every_node_up(inventory: ClusterInventory, conn: Connection | None = None,
 def admin_client(conn: Connection, **extra: Any):
     from confluent_kafka.admin import AdminClient
 
-    return AdminClient(conn.config({"socket.timeout.ms": 5000, "log_level": 0, "logger": silent_logger(), **extra}))
-
-
-def silent_logger(name: str = "kafka_bench.librdkafka"):
-    """A logger for librdkafka that prints nothing (errors that matter are in the ledgers)."""
-    import logging
-
-    logger = logging.getLogger(name)
-    if not logger.handlers:
-        logger.addHandler(logging.NullHandler())
-    logger.propagate = False
-    return logger
+    return AdminClient(conn.config({"socket.timeout.ms": 5000, "log_level": 0, "logger": connection.silent_logger(), **extra}))
 
 
 def describe(inventory: ClusterInventory, timeout: float = 10.0, include_internal: bool = False,

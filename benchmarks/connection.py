@@ -167,7 +167,6 @@ def preflight(conn: Connection, timeout_s: float = 15.0) -> None:
     from confluent_kafka import KafkaException
     from confluent_kafka.admin import AdminClient
 
-    from benchmarks.cluster import silent_logger  # here: cluster imports this module
 
     errors: list[str] = []
 
@@ -184,3 +183,14 @@ def preflight(conn: Connection, timeout_s: float = 15.0) -> None:
         why = (auth or errors or [str(exc)])[-1]
         raise ConnectionSettingsError(f"cannot connect to {conn.bootstrap} as {conn.security}"
                                       f"{' with ' + conn.source if conn.source else ''}: {why}") from None
+
+
+def silent_logger(name: str = "kafka_bench.librdkafka"):
+    """A logger for librdkafka that prints nothing (errors that matter are in the ledgers)."""
+    import logging
+
+    logger = logging.getLogger(name)
+    if not logger.handlers:
+        logger.addHandler(logging.NullHandler())
+    logger.propagate = False
+    return logger

@@ -23,9 +23,8 @@ from typing import Any
 
 from benchmarks import broker_errors, ledger, retry
 from benchmarks import transactions as txns
-from benchmarks.cluster import silent_logger
 from benchmarks.codes import CLIENT_NAME_PREFIX, FINAL_READ, FINAL_READ_COMMITTED, OUTCOMES
-from benchmarks.connection import Connection
+from benchmarks.connection import Connection, silent_logger
 
 # Every message starts with: run tag (8 bytes), producer (u32), sequence (u64), send time (ns).
 HEADER = struct.Struct(">8sIQq")

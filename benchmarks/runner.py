@@ -39,6 +39,7 @@ from benchmarks import (
     records,
     retry,
     schedule,
+    ssh,
     steady,
     topics,
     transactions,
@@ -396,7 +397,7 @@ def _drive(run: Run) -> None:
     acted and been watched for OBSERVE_S."""
     w = run.scenario.workload
     # The brokers' CPU (over SSH on hosts of their own), read before the clock of the load starts.
-    cpu_remote = cluster.ssh_reader(run.inventory_path) if run.inventory.given is None else None
+    cpu_remote = ssh.ssh_reader(run.inventory_path) if run.inventory.given is None else None
     cpu_before = cluster.broker_cpu(run.inventory, cpu_remote)
     run.start_ns = time.time_ns() + int(run.workers.start_lead_s * 1e9)
     end_ns = run.start_ns + int((run.warmup_s + run.duration_s) * 1e9)

@@ -15,9 +15,8 @@ from collections.abc import Callable
 import pyarrow as pa
 
 from benchmarks import checker, ledger, topics
-from benchmarks.cluster import silent_logger
 from benchmarks.codes import CLIENT_NAME_PREFIX, FINAL_READ
-from benchmarks.connection import Connection
+from benchmarks.connection import Connection, silent_logger
 
 
 @dataclasses.dataclass

@@ -21,7 +21,7 @@ from typing import Any
 
 from benchmarks import cluster, topics
 from benchmarks.codes import CLIENT_NAME_PREFIX
-from benchmarks.connection import Connection
+from benchmarks.connection import Connection, silent_logger
 from benchmarks.inventory import ClusterInventory
 from benchmarks.wait import WaitTimeout, wait_until
 
@@ -51,7 +51,7 @@ def ensure_internal_topics(conn: Connection) -> None:
     it), not in the middle of the first run that uses a consumer group."""
     from confluent_kafka import Consumer, KafkaException, TopicPartition
 
-    consumer = Consumer(conn.config({"group.id": f"{CLIENT_NAME_PREFIX}steady-state", "logger": cluster.silent_logger()}))
+    consumer = Consumer(conn.config({"group.id": f"{CLIENT_NAME_PREFIX}steady-state", "logger": silent_logger()}))
     try:
         consumer.committed([TopicPartition("__kafka_bench_probe", 0)], timeout=30)
     except KafkaException:
@@ -166,7 +166,7 @@ def warm_produce_path(conn: Connection, topic: str, producer_config: dict[str, A
     from confluent_kafka import Producer
 
     rate = rate or 2000.0
-    producer = Producer(conn.config({**producer_config, "logger": cluster.silent_logger()}))
+    producer = Producer(conn.config({**producer_config, "logger": silent_logger()}))
     latencies: list[float] = []
     recent: list[list[float]] = []  # the last SETTLE_WINDOWS windows' latencies
     acked = sent = window_sent = 0

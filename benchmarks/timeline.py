@@ -19,7 +19,7 @@ import pyarrow as pa
 
 from benchmarks import ledger, records
 from benchmarks.codes import CLIENT_NAME_PREFIX
-from benchmarks.connection import Connection
+from benchmarks.connection import Connection, silent_logger
 
 if TYPE_CHECKING:
     from benchmarks.cluster import KRaftProbe, KRaftState
@@ -73,8 +73,6 @@ def _watermark_consumer(conn: Connection) -> Any:
     """A consumer that only asks watermarks: it never joins its group nor commits. Silent: a broker
     down is what the run is about, and what it answered is sampled, not logged."""
     from confluent_kafka import Consumer
-
-    from benchmarks.cluster import silent_logger
 
     return Consumer(conn.config({"group.id": f"{CLIENT_NAME_PREFIX}timeline", "enable.auto.commit": False,
                                  "logger": silent_logger("kafka_bench.timeline")}))

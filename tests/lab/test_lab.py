@@ -23,6 +23,7 @@ from benchmarks import cluster, ledger
 from benchmarks import inventory as inventory_lib
 from benchmarks import runner as runner_lib
 from benchmarks import scenario as sc
+from benchmarks import ssh as ssh_lib
 from benchmarks.timeline import TIMELINE_SCHEMA
 from tests.conftest import ROOT, assert_ok, wait_for
 from tests.lab.helpers import built_lab, deployed, ssh, ssh_run
@@ -93,7 +94,7 @@ def test_deploys_an_ensemble_and_brokers_over_ssh(lab, lab_cluster):
 def test_brokers_cpu_is_read_over_ssh_from_their_own_hosts(lab, lab_cluster):
     """What a run records as broker_cpu_s on hosts of their own: each broker's process, found by its
     control script on its host, and the CPU seconds /proc there says it used."""
-    reader = cluster.ssh_reader(LAB)
+    reader = ssh_lib.ssh_reader(LAB)
     before = cluster.broker_cpu(lab_cluster, reader)
     assert before is not None and sorted(before) == ["lab1", "lab2", "lab3"]
     for host, (pid, cpu) in before.items():

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from benchmarks import clocks, faults
+from benchmarks import clocks, faults, ssh
 from benchmarks.ansible import PlaybookResult
 from tests.conftest import ROOT
 
@@ -19,7 +19,7 @@ def test_the_ssh_command_is_the_one_ansible_would_use():
     from benchmarks import inventory
 
     _, resolver = inventory.read(LAB)
-    command = clocks.ssh_command("lab2", resolver("lab2"))
+    command = ssh.ssh_command("lab2", resolver("lab2"), clocks.ECHO_CLOCK)
     assert command is not None
     assert command[-2:] == ["root@10.213.0.12", clocks.ECHO_CLOCK]
     key = command[command.index("-i") + 1]
