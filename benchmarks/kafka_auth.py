@@ -16,12 +16,18 @@ import secrets
 import socket
 import ssl
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
+from typing import Protocol
 
-from benchmarks.kafka_protocol import ProtocolError, Reader, Writer
+from benchmarks.kafka_codec import ProtocolError, Reader, Writer
 
-if TYPE_CHECKING:
-    from benchmarks.kafka_protocol import KafkaConnection
+
+class KafkaConnection(Protocol):
+    """What a login needs of a connection (kafka_protocol.KafkaConnection): its address, and one
+    request and its answer on it."""
+
+    address: str
+
+    def request(self, api_key: int, version: int, body: Writer, flexible: bool = True) -> Reader: ...
 
 SASL_HANDSHAKE, SASL_AUTHENTICATE = 17, 36
 _HASHES = {"SCRAM-SHA-256": hashlib.sha256, "SCRAM-SHA-512": hashlib.sha512}
