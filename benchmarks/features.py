@@ -13,8 +13,8 @@ from pathlib import Path
 from benchmarks import kafka_protocol, records
 from benchmarks.ansible import PlaybookRunner, summarize_failures
 from benchmarks.inventory import ClusterInventory
-from benchmarks.scenario import Workload
 from benchmarks.wait import WaitTimeout, wait_until
+from benchmarks.workload import Workload
 
 ELR = "eligible.leader.replicas.version"
 

@@ -9,14 +9,13 @@ scenario's `procedures` entries are a union keyed on `playbook`. Adding one touc
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, get_args
+from typing import Annotated, Any, ClassVar, Literal, get_args
 
 from pydantic import Field, model_validator
 
 from benchmarks.fault_kinds import Strict
-
-if TYPE_CHECKING:
-    from benchmarks.scenario import ClusterShape, Workload
+from benchmarks.shape import ClusterShape
+from benchmarks.workload import Workload
 
 RELEASE = r"^[0-9]+\.[0-9]+\.[0-9]+$"
 

@@ -9,7 +9,6 @@ section expands lists of values into runs (their cross product); points that can
 from __future__ import annotations
 
 import copy
-import dataclasses
 import itertools
 import re
 from pathlib import Path
@@ -23,59 +22,14 @@ from benchmarks.fault_kinds import KINDS, Fault, Injection, Strict
 from benchmarks.paths import CLIENTS
 from benchmarks.procedures import NAMES as PROCEDURES
 from benchmarks.procedures import Procedure
+from benchmarks.shape import ClusterShape
+from benchmarks.workload import NAME, Workload
 
-NAME = r"^[a-z0-9][a-z0-9._-]*$"
 MAX_TRIALS = 1000
 
 
 class ScenarioError(ValueError):
     """A scenario file is invalid; the message names file, field and allowed values."""
-
-
-class ConsumerGroup(Strict):
-    """A consumer group reading the run's topic: its members, each a process of its own."""
-
-    name: Annotated[str, Field(pattern=NAME)]  # its group.id is kafka-bench-<run id>-<name>
-    consumers: Annotated[int, Field(ge=1, le=64)] = 1  # members, each a consumer process
-    # Kill one member this many seconds into the measured phase (seed 001's consumer failover).
-    kill_one_at_s: Annotated[float, Field(ge=0)] | None = None
-
-
-class Workload(Strict):
-    """The topic a run creates and the load it drives: open-loop, on intended send times."""
-
-    topic: Annotated[str, Field(pattern=NAME)] | None = None  # each run's topic is this, suffixed; null: kb-<scenario name>
-    partitions: Annotated[int, Field(ge=1, le=1000)] = 3
-    replication_factor: Annotated[int, Field(ge=1, le=15)] = 3
-    min_insync_replicas: Annotated[int, Field(ge=1, le=15)] = 1  # the topic's min.insync.replicas
-    unclean_leader_election: bool = False  # the topic's unclean.leader.election.enable
-    # Eligible Leader Replicas (KIP-966, KRaft): true/false finalizes eligible.leader.replicas.version
-    # 1/0 on the cluster before the run; null leaves the cluster as it is. Either way the run records it.
-    eligible_leader_replicas: bool | None = None
-    topic_config: dict[str, str] = {}  # other topic configs, as kafka-configs names them
-    message_size: Annotated[int, Field(ge=16, le=1_000_000)] = 100  # bytes of each message's value
-    keys: Annotated[int, Field(ge=0)] = 64  # distinct keys spread over the partitions; 0 sends no key
-    producers: Annotated[int, Field(ge=1, le=64)] = 2  # producer processes
-    rate: Annotated[float, Field(gt=0)] | None = 1000.0  # messages/s over all producers; null = unthrottled
-    warmup_s: Annotated[float, Field(ge=0)] = 2.0  # load before the measured phase (left out of its figures)
-    duration_s: Annotated[float, Field(gt=0)] = 20.0  # the measured phase; fault and procedure times fall inside it
-    consumer_groups: list[ConsumerGroup] = []  # groups reading the topic as it is written
-
-    @field_validator("topic_config")
-    @classmethod
-    def _no_duplicated_settings(cls, value: dict[str, str]) -> dict[str, str]:
-        owned = {"min.insync.replicas": "min_insync_replicas", "unclean.leader.election.enable": "unclean_leader_election"}
-        for key, field in owned.items():
-            if key in value:
-                raise ValueError(f"set {key} with workload.{field}, not in topic_config")
-        return value
-
-    @model_validator(mode="after")
-    def _unique_groups(self) -> Workload:
-        names = [g.name for g in self.consumer_groups]
-        if len(names) != len(set(names)):
-            raise ValueError(f"consumer group names must be unique, got {names}")
-        return self
 
 
 class Transactions(Strict):
@@ -364,31 +318,6 @@ def _set_path(doc: dict[str, Any], path: str, value: Any) -> None:
         _set_path(doc.setdefault(head, {}), rest, value)
     else:
         doc[head] = value
-
-
-@dataclasses.dataclass(frozen=True, kw_only=True)
-class ClusterShape:
-    """What scenario validation needs to know of the inventory it will run on (fields by name)."""
-
-    broker_ids: tuple[int, ...]
-    hosts: int  # distinct broker addresses
-    metadata_mode: str = "zookeeper"  # kraft | zookeeper: which fault kinds the cluster can have
-    controller_ids: tuple[int, ...] = ()  # KRaft controllers' node ids
-    migration_controllers: int = 0  # controllers waiting for a ZooKeeper -> KRaft migration
-    kafka_version: str = ""  # the release the inventory runs (empty: unknown)
-    # Why its hosts' kernel has no sch_netem (tc netem), when known (the lab's hosts share this
-    # machine's kernel); empty: it may have it (real hosts, Vagrant: the fault's playbook checks).
-    no_netem: str = ""
-    # Brokers whose data has no filesystem of its own to fill (no kafka_bench_fault_disk_mount).
-    no_data_disk: tuple[str, ...] = ()
-    # The client profiles (client.security) the cluster has listeners and settings for; None: any.
-    client_profiles: tuple[str, ...] | None = None
-    # Why no host of the cluster can be acted on, when none can (a run given only --bootstrap):
-    # faults, procedures and feature levels are refused. Empty: an inventory names the hosts.
-    no_hosts: str = ""
-    # Why this project's roles may not act on the hosts, when they may not (a cluster deployed by
-    # something else): faults act on the hosts' own units; procedures and feature levels are refused.
-    not_deployed: str = ""
 
 
 def _impossible(raw: dict[str, Any], cluster: ClusterShape | None) -> tuple[str, str] | None:

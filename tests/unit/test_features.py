@@ -8,7 +8,7 @@ import pytest
 from benchmarks import features
 from benchmarks.ansible import PlaybookResult, TaskFailure
 from benchmarks.inventory import load
-from benchmarks.scenario import Workload
+from benchmarks.workload import Workload
 from tests.conftest import KRAFT_INVENTORY
 
 INV = load(KRAFT_INVENTORY)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from benchmarks import fault_kinds, procedures, reference, scenario
+from benchmarks import fault_kinds, procedures, reference, scenario, workload
 
 
 def test_the_committed_references_are_not_stale():
@@ -11,7 +11,7 @@ def test_the_committed_references_are_not_stale():
 
 def test_every_field_of_a_scenario_and_every_kind_is_described():
     page = reference.scenario_page()
-    for model in (scenario.Scenario, scenario.Workload, scenario.ConsumerGroup, scenario.ClientProfile,
+    for model in (scenario.Scenario, workload.Workload, workload.ConsumerGroup, scenario.ClientProfile,
                   scenario.Transactions, procedures.ProcedureSpec):
         for name in model.model_fields:
             assert f"| `{name}` |" in page, f"{model.__name__}.{name}"
