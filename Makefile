@@ -207,6 +207,7 @@ lint: install
 	$(BIN)/mypy
 	$(BIN)/yamllint -s .
 	$(BIN)/ansible-lint --offline
+	$(BIN)/lint-imports
 
 cluster-up: install
 	$(BIN)/kafka-bench cluster up --inventory $(INVENTORY)
