@@ -81,6 +81,9 @@ def test_leader_kill_with_acks_all_loses_no_acknowledged_write(leader_kill_run):
     assert [p["producer"] for p in load_end["producers"]] == list(range(scenario.workload.producers))
     if os.geteuid() == 0:
         assert {p["send_thread_nice"] for p in load_end["producers"]} == {-20}
+    # The services' logs were collected into the run: each broker's and the ZooKeeper server's.
+    assert all((run_dir / "logs" / b / "server.log").is_file() for b in ("broker0", "broker1", "broker2"))
+    assert (run_dir / "logs" / "zk0" / "zookeeper.log").is_file()
     killed = next(e for e in events if e["event"] == "fault-intent")
     injected_at = next(e["at_ns"] for e in events if e["event"] == "fault-injected")
 
