@@ -24,6 +24,7 @@ Definitions (the report repeats them):
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
@@ -67,7 +68,8 @@ from benchmarks.codes import FINAL_READ, OUTCOMES, STATUSES
 
 # The analysis API, whichever module of the package defines each job.
 __all__ = ["EXPECTED_ACKS", "FINAL_READ", "FLOOR_MS", "GAP_THRESHOLD_S", "OUTCOMES", "PERCENTILES", "PERCENTILE_NAMES",
-           "PRECISION", "STATUSES", "Analysis", "acked_invisible", "analyse", "counts", "decode_status", "end_to_end", "errors",
+           "PRECISION", "STATUSES", "Analysis", "acked_invisible", "analyse", "cached", "checkpointed", "counts",
+           "decode_status", "end_to_end", "errors",
            "fault_impact", "health_time", "leadership_segments", "lost_messages", "message_status", "partition_states",
            "per_second", "percentiles", "phase_bounds", "phase_windows", "produce_phases", "reordered", "run_keys",
            "status_codes", "steadiness", "summarize", "unavailability"]
@@ -190,12 +192,26 @@ def summarize(runs: DataFrame, counts_df: DataFrame, reordered_df: DataFrame, ph
             .select(*SUMMARY_COLUMNS).orderBy("scenario", "run_id"))
 
 
+def cached(df: DataFrame) -> DataFrame:
+    """Kept where Spark recomputes it if an executor is lost: for an analysis on a cluster."""
+    return df.cache()
+
+
+def checkpointed(df: DataFrame) -> DataFrame:
+    """Computed now and kept on the executors, its plan cut off: what is built on it plans as
+    from a table. Otherwise the whole analysis is one deep tree, analysed again as each result
+    is built on it (benchmarks/perf/analysis_keep.py measures the two side by side)."""
+    return df.localCheckpoint()
+
+
 def analyse(runs: DataFrame, events: DataFrame, produce: DataFrame, consume: DataFrame, timeline: DataFrame,
             gap_threshold_s: float = GAP_THRESHOLD_S, expected_acks: float = EXPECTED_ACKS,
-            txns: DataFrame | None = None, changes: DataFrame | None = None) -> Analysis:
+            txns: DataFrame | None = None, changes: DataFrame | None = None,
+            keep: Callable[[DataFrame], DataFrame] = cached) -> Analysis:
     """Every job over the same inputs. The per-message status, the timeline states and the
-    small per-run results feed several others and the summary, so they are cached (the only
-    state this module keeps; `release` frees it)."""
+    small per-run results feed several others and the summary, so they are kept by `keep`:
+    `cached` (the default) or `checkpointed` (the only state this module keeps; `release` frees
+    what is cached)."""
     runs = schemas.check(runs, schemas.RUNS, "runs")
     events = schemas.check(events, schemas.EVENTS, "events")
     produce = schemas.check(produce, schemas.PRODUCE, "produce ledger")
@@ -203,35 +219,35 @@ def analyse(runs: DataFrame, events: DataFrame, produce: DataFrame, consume: Dat
     timeline = schemas.check(timeline, schemas.TIMELINE, "timeline")
     if txns is None:  # no transactional run among the inputs
         txns = runs.sparkSession.createDataFrame([], schemas.TXN)
-    outcomes = transaction_outcomes(txns, produce, consume).cache()
+    outcomes = transaction_outcomes(txns, produce, consume).transform(keep)
     if changes is None:  # no consumer-group ledger among the inputs
         changes = runs.sparkSession.createDataFrame([], schemas.GROUP)
-    lag = consumer_lag(produce, consume, runs).cache()
-    moves = rebalances(changes, runs).cache()
-    groups = read_anomalies(consume, changes).cache()
-    bounds = phase_bounds(runs, events).cache()
-    keys = run_keys(runs).cache()  # every ledger row belongs to one of the runs read
-    codes = status_codes(produce, consume).cache()
+    lag = consumer_lag(produce, consume, runs).transform(keep)
+    moves = rebalances(changes, runs).transform(keep)
+    groups = read_anomalies(consume, changes).transform(keep)
+    bounds = phase_bounds(runs, events).transform(keep)
+    keys = run_keys(runs).transform(keep)  # every ledger row belongs to one of the runs read
+    codes = status_codes(produce, consume).transform(keep)
     # Small results several others (and the summary) are built from: computed once.
-    counts_df, reordered_df = counts(codes, keys).cache(), reordered(codes, keys).cache()
-    phases = produce_phases(produce, bounds, runs).cache()
-    e2e = end_to_end(consume, bounds).cache()
-    states = partition_states(timeline, runs).cache()
-    unavailable = unavailability(produce, runs, states, bounds, gap_threshold_s, expected_acks).cache()
-    health = health_time(states).cache()
-    impact = fault_impact(events, states, produce, runs).cache()
-    errors_df = errors(produce).cache()
+    counts_df, reordered_df = counts(codes, keys).transform(keep), reordered(codes, keys).transform(keep)
+    phases = produce_phases(produce, bounds, runs).transform(keep)
+    e2e = end_to_end(consume, bounds).transform(keep)
+    states = partition_states(timeline, runs).transform(keep)
+    unavailable = unavailability(produce, runs, states, bounds, gap_threshold_s, expected_acks).transform(keep)
+    health = health_time(states).transform(keep)
+    impact = fault_impact(events, states, produce, runs).transform(keep)
+    errors_df = errors(produce).transform(keep)
     segments = leadership_segments(states)
     steps = step_impact(procedure_steps(events), produce, unavailable, segments, bounds)
     # The acknowledged writes a run's final read did not find; none of a run that could not be checked.
     checked = runs.filter(F.coalesce(F.col("checked"), F.lit(True))).select("run_id")
-    lost = lost_messages(codes, keys).join(checked, on="run_id", how="left_semi").cache()
+    lost = lost_messages(codes, keys).join(checked, on="run_id", how="left_semi").transform(keep)
     per_run = summarize(runs, counts_df, reordered_df, phases, e2e, unavailable, impact, steadiness(produce, bounds),
                         errors_df, health, acked_invisible(produce, states), events,
                         injection_losses(lost, produce, events),
                         transaction_counts(outcomes, lso_stalls(timeline)),
-                        consumer_summary(lag, moves, groups)).cache()
-    per_configuration = trials(per_run).cache()
+                        consumer_summary(lag, moves, groups)).transform(keep)
+    per_configuration = trials(per_run).transform(keep)
     return Analysis(
         runs=runs, bounds=bounds, codes=codes, status=decode_status(codes, keys), counts=counts_df,
         reordered=reordered_df, lost=lost,

@@ -9,11 +9,13 @@ from __future__ import annotations
 import csv
 import dataclasses
 import json
+from collections.abc import Callable
 from pathlib import Path
 from urllib.parse import urlparse
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+from pyspark.sql import DataFrame
 
 from benchmarks import suite
 from benchmarks.analysis import inputs, metrics, trials
@@ -85,9 +87,13 @@ def write(data: ReportData, out_dir: Path) -> Report:
 
 
 def build(root: str, out_dir: Path | None = None, master: str = "local[*]", conf: dict[str, str] | None = None,
-          gap_threshold_s: float = metrics.GAP_THRESHOLD_S) -> Report:
+          gap_threshold_s: float = metrics.GAP_THRESHOLD_S,
+          keep: Callable[[DataFrame], DataFrame] | None = None) -> Report:
     """Analyse every run under `root` (any path Spark reads) and write the report to `out_dir`
-    (default: `root` itself when it is local)."""
+    (default: `root` itself when it is local). The intermediate results are `keep`: by default
+    checkpointed on one machine (faster) and cached on a cluster (recomputed if an executor goes)."""
+    if keep is None:
+        keep = metrics.checkpointed if master.startswith("local") else metrics.cached
     if out_dir is None:
         out_dir = local_directory(root)
         if out_dir is None:
@@ -96,7 +102,7 @@ def build(root: str, out_dir: Path | None = None, master: str = "local[*]", conf
     found = inputs.read(spark, root)
     fit_codegen(spark, found.produce.count(), conf)
     analysis = metrics.analyse(found.runs, found.events, found.produce, found.consume, found.timeline,
-                               gap_threshold_s=gap_threshold_s, txns=found.txns, changes=found.changes)
+                               gap_threshold_s=gap_threshold_s, txns=found.txns, changes=found.changes, keep=keep)
     events = [row.asDict() for row in found.events.collect()]
     data = collect(analysis, events, source=root)
     local = local_directory(root)

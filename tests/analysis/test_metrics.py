@@ -230,3 +230,13 @@ def test_percentiles_are_within_the_stated_precision(spark):
             assert getattr(got[group], f"x_{name}_ms") == pytest.approx(exact, rel=metrics.PRECISION,
                                                                          abs=metrics.FLOOR_MS), (group, name)
         assert got[group].x_max_ms == max(mine)
+
+
+def test_checkpointed_intermediate_results_give_what_cached_ones_give(spark, analysis):
+    """The report on one machine keeps the intermediate results checkpointed (their plans cut
+    off), on a cluster cached: every result is the same either way."""
+    checkpointed = metrics.analyse(*ledgers.frames(spark), gap_threshold_s=2.0, expected_acks=0,
+                                   keep=metrics.checkpointed)
+    assertDataFrameEqual(checkpointed.summary, analysis.summary, checkRowOrder=True)  # the one ordered result
+    for name in ("counts", "lost", "phases", "end_to_end", "unavailability", "faults", "health", "trials"):
+        assertDataFrameEqual(getattr(checkpointed, name), getattr(analysis, name))
