@@ -127,10 +127,28 @@ UNKNOWN_UNCHECKED = ("lost", "unseen", "duplicates", "reordered", "failed_delive
 RUN_COLUMNS = (*SUMMARY_COLUMNS, *PER_RUN)
 
 
-def summarize(runs: DataFrame, counts_df: DataFrame, reordered_df: DataFrame, phases: DataFrame,
-              e2e: DataFrame, unavailable: DataFrame, impact: DataFrame, steady: DataFrame,
-              errors_df: DataFrame, health: DataFrame, invisible: DataFrame, events: DataFrame,
-              charged: DataFrame, txn_counts: DataFrame, consumers: DataFrame) -> DataFrame:
+@dataclasses.dataclass(frozen=True)
+class RunParts:
+    """The per-run results the summary row is joined from, each keyed on run_id."""
+
+    runs: DataFrame
+    counts: DataFrame
+    reordered: DataFrame
+    phases: DataFrame
+    end_to_end: DataFrame
+    unavailable: DataFrame
+    impact: DataFrame
+    steady: DataFrame
+    errors: DataFrame
+    health: DataFrame
+    invisible: DataFrame
+    events: DataFrame
+    charged: DataFrame  # injections a lost write is charged to (injection_losses)
+    txn_counts: DataFrame
+    consumers: DataFrame
+
+
+def summarize(parts: RunParts) -> DataFrame:
     """One row per run with SUMMARY_COLUMNS: counts over the whole run; throughput and latency
     over the measured phase; unavailable_s is the worst partition's total time without acks
     (unavailable_in_fault_s: of windows overlapping the fault phase); leaderless_s the total of
@@ -146,37 +164,38 @@ def summarize(runs: DataFrame, counts_df: DataFrame, reordered_df: DataFrame, ph
     transactional runs only (`transaction_counts`; null in other runs), and txn_client, the
     client that ran their transactions; CONSUMER_COLUMNS for runs with consumer groups
     (`consumer_summary`; null in others)."""
-    measured = phases.filter(F.col("phase") == "measured").select(
+    p = parts
+    measured = p.phases.filter(F.col("phase") == "measured").select(
         "run_id", "throughput_msgs_s", "throughput_mb_s", "latency_p50_ms", "latency_p99_ms", "latency_p999_ms",
         "latency_max_ms", "send_latency_p99_ms")
-    e2e_measured = e2e.filter(F.col("phase") == "measured").select("run_id", "e2e_p99_ms")
-    worst = (unavailable.groupBy("run_id", "partition")
+    e2e_measured = p.end_to_end.filter(F.col("phase") == "measured").select("run_id", "e2e_p99_ms")
+    worst = (p.unavailable.groupBy("run_id", "partition")
              .agg(F.sum("duration_s").alias("_s"),
                   F.sum(F.when(F.col("during_fault"), F.col("duration_s")).otherwise(0.0)).alias("_f"))
              .groupBy("run_id").agg(F.max("_s").alias("unavailable_s"), F.max("_f").alias("unavailable_in_fault_s")))
-    leaders = impact.groupBy("run_id").agg(
+    leaders = p.impact.groupBy("run_id").agg(
         F.max("new_leader_s").alias("new_leader_s"),
         F.nullif(F.array_join(F.array_sort(F.collect_set("new_leader_from")), ","), F.lit("")).alias("new_leader_from"))
-    under = (health.groupBy("run_id").agg(F.max("under_min_isr_s").alias("under_min_isr_s"),
+    under = (p.health.groupBy("run_id").agg(F.max("under_min_isr_s").alias("under_min_isr_s"),
                                           F.max("hw_stall_s").alias("hw_stall_s"))
-             .join(invisible.groupBy("run_id").agg(F.sum("acked_invisible").alias("acked_invisible")), on="run_id", how="left"))
-    leaderless = (unavailable.filter(F.col("leaderless")).groupBy("run_id", "partition")
+             .join(p.invisible.groupBy("run_id").agg(F.sum("acked_invisible").alias("acked_invisible")), on="run_id", how="left"))
+    leaderless = (p.unavailable.filter(F.col("leaderless")).groupBy("run_id", "partition")
                   .agg(F.sum("duration_s").alias("_l"))
                   .groupBy("run_id").agg(F.max_by("partition", "_l").alias("leaderless_partition"),
                                          F.max("_l").alias("leaderless_s")))
-    causes = (errors_df.filter(F.col("cause").isNotNull()).groupBy("run_id", "cause")
+    causes = (p.errors.filter(F.col("cause").isNotNull()).groupBy("run_id", "cause")
               .agg(F.sum("messages").alias("_n"))
               .groupBy("run_id").agg(F.map_from_entries(F.collect_list(F.struct("cause", "_n"))).alias("causes")))
-    injected = (events.filter(F.col("event") == records.FAULT_INJECTED).groupBy("run_id")
+    injected = (p.events.filter(F.col("event") == records.FAULT_INJECTED).groupBy("run_id")
                 .agg(F.count("*").alias("faults_injected"))
-                .join(charged.groupBy("run_id").agg(F.count("*").alias("injections_with_loss")), on="run_id", how="left"))
-    return (runs.join(counts_df, on="run_id", how="left").join(reordered_df, on="run_id", how="left")
+                .join(p.charged.groupBy("run_id").agg(F.count("*").alias("injections_with_loss")), on="run_id", how="left"))
+    return (p.runs.join(p.counts, on="run_id", how="left").join(p.reordered, on="run_id", how="left")
             .join(measured, on="run_id", how="left").join(e2e_measured, on="run_id", how="left")
             .join(worst, on="run_id", how="left").join(leaders, on="run_id", how="left")
             .join(leaderless, on="run_id", how="left").join(under, on="run_id", how="left")
-            .join(steady.drop("steady_s"), on="run_id", how="left")
+            .join(p.steady.drop("steady_s"), on="run_id", how="left")
             .join(causes, on="run_id", how="left").join(injected, on="run_id", how="left")
-            .join(txn_counts, on="run_id", how="left").join(consumers, on="run_id", how="left")
+            .join(p.txn_counts, on="run_id", how="left").join(p.consumers, on="run_id", how="left")
             .withColumn("txn_client", F.col("transactions.client"))
             .withColumn("broker_cpu_ms_per_1k", F.round(F.col("broker_cpu_s") * 1e6 / F.nullif(F.col("acked"), F.lit(0)), 3))
             .withColumn("trial", F.coalesce(F.col("trial"), F.lit(1)))  # runs of older versions: one trial each
@@ -242,11 +261,12 @@ def analyse(runs: DataFrame, events: DataFrame, produce: DataFrame, consume: Dat
     # The acknowledged writes a run's final read did not find; none of a run that could not be checked.
     checked = runs.filter(F.coalesce(F.col("checked"), F.lit(True))).select("run_id")
     lost = lost_messages(codes, keys).join(checked, on="run_id", how="left_semi").transform(keep)
-    per_run = summarize(runs, counts_df, reordered_df, phases, e2e, unavailable, impact, steadiness(produce, bounds),
-                        errors_df, health, acked_invisible(produce, states), events,
-                        injection_losses(lost, produce, events),
-                        transaction_counts(outcomes, lso_stalls(timeline)),
-                        consumer_summary(lag, moves, groups)).transform(keep)
+    per_run = summarize(RunParts(
+        runs=runs, counts=counts_df, reordered=reordered_df, phases=phases, end_to_end=e2e, unavailable=unavailable,
+        impact=impact, steady=steadiness(produce, bounds), errors=errors_df, health=health,
+        invisible=acked_invisible(produce, states), events=events, charged=injection_losses(lost, produce, events),
+        txn_counts=transaction_counts(outcomes, lso_stalls(timeline)), consumers=consumer_summary(lag, moves, groups),
+    )).transform(keep)
     per_configuration = trials(per_run).transform(keep)
     return Analysis(
         runs=runs, bounds=bounds, codes=codes, status=decode_status(codes, keys), counts=counts_df,
