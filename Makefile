@@ -12,7 +12,7 @@ INVENTORY ?= inventories/local
 # Tools the tests and playbooks start (ansible-playbook, molecule, ...) come from the venv.
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: docs bench bench-durability bench-kraft bench-operations bench-evidence bench-lab bench-lab-kraft bench-operations-lab perf perf-deps perf-analysis report test test-full test-deps test-unit test-cluster test-roles test-lab lint install cluster-up cluster-down cluster-status lab-deps lab-up lab-down clean
+.PHONY: docs perf-report bench bench-durability bench-kraft bench-operations bench-evidence bench-lab bench-lab-kraft bench-operations-lab perf perf-deps perf-analysis report test test-full test-deps test-unit test-cluster test-roles test-lab lint install cluster-up cluster-down cluster-status lab-deps lab-up lab-down clean
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -94,6 +94,11 @@ perf-analysis: install
 ## test fails when the committed pages are stale.
 docs: install
 	$(BIN)/python -m benchmarks.reference
+
+## The report built with its intermediate results cached and checkpointed, side by side:
+## make perf-report DIR=benchmarks/results/<time>-seeds
+perf-report: install
+	$(BIN)/python -m benchmarks.perf.analysis_keep $(DIR)
 
 ## Re-analyse a results directory: make report DIR=benchmarks/results/<time>-seeds
 report: install
