@@ -433,10 +433,7 @@ def named_client(value: Any, source: str, field: str = "scenario.client") -> Any
     if not isinstance(name, str) or not re.fullmatch(NAME, name) or not path.is_file():
         raise ScenarioError(f"{source}: {field}: no client profile {name!r}; the profiles are "
                             f"{', '.join(client_profiles())} (files in {CLIENTS})")
-    try:
-        profile = read_yaml(path.read_text())
-    except yaml.YAMLError as exc:
-        raise ScenarioError(f"{path}: not valid YAML: {exc}") from None
+    profile = read_file(path)
     if not isinstance(profile, dict):
         raise ScenarioError(f"{path}: a client profile must be a mapping (the keys of a scenario's client)")
     merged = {**profile, **extra}
@@ -545,8 +542,14 @@ def read_yaml(text: str) -> Any:
 
 def load(path: Path | str, cluster: ClusterShape | None = None, in_suite: bool = False) -> list[Run]:
     path = Path(path)
+    return parse(read_file(path), str(path), cluster, in_suite)
+
+
+def read_file(path: Path) -> Any:
+    """A scenario file's or a client profile's YAML; what keeps it from being read is a
+    ScenarioError naming the file (and the line of a key written twice)."""
     try:
-        doc = read_yaml(path.read_text())
+        return read_yaml(path.read_text())
     except OSError as exc:
         raise ScenarioError(f"{path}: cannot read: {exc.strerror}") from None
     except DuplicateKey as exc:
@@ -554,4 +557,3 @@ def load(path: Path | str, cluster: ClusterShape | None = None, in_suite: bool =
                             f"{exc.problem}") from None
     except yaml.YAMLError as exc:
         raise ScenarioError(f"{path}: not valid YAML: {exc}") from None
-    return parse(doc, str(path), cluster, in_suite)
