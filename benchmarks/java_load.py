@@ -19,7 +19,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from benchmarks import ledger, load
+from benchmarks import ledger, load, message
 from benchmarks import transactions as txns
 from benchmarks.ansible import PlaybookRunner, summarize_failures
 from benchmarks.codes import OUTCOMES
@@ -79,10 +79,11 @@ def connection_properties(conn: Connection) -> dict[str, str]:
 
 def settings(args: load.ProducerArgs) -> dict[str, str]:
     """The program's settings file: bench.* for the schedule, producer.* for the client."""
-    out = {"bench.tag": load.run_tag(args.run_id).decode("ascii"), "bench.index": args.index,
-           "bench.topic": args.topic, "bench.message_size": args.message_size, "bench.keys": args.keys,
-           "bench.start_ns": args.start_ns, "bench.end_ns": args.end_ns,
-           "bench.interval_ns": int(1e9 / args.rate) if args.rate else 0}
+    out: dict[str, Any] = {
+        **message.java_settings(), "bench.tag": message.run_tag(args.run_id).decode("ascii"),
+        "bench.index": args.index, "bench.topic": args.topic, "bench.message_size": args.message_size,
+        "bench.keys": args.keys, "bench.start_ns": args.start_ns, "bench.end_ns": args.end_ns,
+        "bench.interval_ns": int(1e9 / args.rate) if args.rate else 0}
     client = {"acks": "all", **args.config, **connection_properties(args.conn)}
     if args.transactions is not None:
         t = args.transactions

@@ -15,7 +15,6 @@ import functools
 import json
 import os
 import signal
-import struct
 import threading
 import time
 from pathlib import Path
@@ -25,9 +24,8 @@ from benchmarks import broker_errors, ledger, retry
 from benchmarks import transactions as txns
 from benchmarks.codes import CLIENT_NAME_PREFIX, FINAL_READ, FINAL_READ_COMMITTED, OUTCOMES
 from benchmarks.connection import Connection, silent_logger
+from benchmarks.message import HEADER, key_bytes, key_of, run_tag
 
-# Every message starts with: run tag (8 bytes), producer (u32), sequence (u64), send time (ns).
-HEADER = struct.Struct(">8sIQq")
 COUNTERS = 4  # per producer: sent, acked, failed, indeterminate; per consumer: consumed, joined, -, -
 JOINED = 1  # a consumer's slot: set once the group has assigned it its partitions (or none)
 
@@ -40,10 +38,6 @@ def die_with_parent() -> None:
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
     except (OSError, AttributeError):
         pass
-
-
-def run_tag(run_id: str) -> bytes:
-    return run_id.encode()[:8].ljust(8, b"_")
 
 
 def publish(counters, base: int, stats: list[int]) -> None:
@@ -155,7 +149,7 @@ def producer_main(args: ProducerArgs, counters, slot: int, end=None) -> None:
         _, _, sent_seq, sent = unpack(msg.value())
         reported[sent_seq] = 1
         intended = start_ns + sent_seq * interval_ns if interval_ns else sent
-        key = (index * 7919 + sent_seq) % keys if keys else -1
+        key = key_of(index, sent_seq, keys)
         if err is None:
             offset = msg.offset()
             sink(pack(sent_seq, key, intended, sent, now, msg.partition(),
@@ -195,13 +189,13 @@ def producer_main(args: ProducerArgs, counters, slot: int, end=None) -> None:
         the client has had a fatal error (an idempotent producer's broken sequence: the instance
         is unusable) and must be replaced (`replace_producer`, outside any callback)."""
         nonlocal seq
-        key = (index * 7919 + seq) % keys if keys else -1
+        key = key_of(index, seq, keys)
         if txn is not None and not txn.admit(producer, seq, now):
             return False
         reported.append(0)
         try:
             produce(topic, HEADER.pack(tag, index, seq, now) + padding,
-                    key=None if key < 0 else b"k%d" % key, on_delivery=on_delivery)
+                    key=key_bytes(key), on_delivery=on_delivery)
         except BufferError:
             reported.pop()
             return False
@@ -291,7 +285,7 @@ def producer_main(args: ProducerArgs, counters, slot: int, end=None) -> None:
         publish(counters, base, stats)
     for seq_left in (s for s, done in enumerate(reported) if not done):  # no delivery report at all
         intended = start_ns + seq_left * interval_ns if interval_ns else None
-        key = (index * 7919 + seq_left) % keys if keys else -1
+        key = key_of(index, seq_left, keys)
         out.append(args.run_id, index, seq_left, key, intended, None, None, "indeterminate", None, None, "_NO_REPORT",
                    None)
         stats[3] += 1

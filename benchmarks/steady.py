@@ -23,11 +23,8 @@ from benchmarks import cluster, topics
 from benchmarks.codes import CLIENT_NAME_PREFIX
 from benchmarks.connection import Connection, silent_logger
 from benchmarks.inventory import ClusterInventory
+from benchmarks.message import WARMUP_TAG, key_bytes
 from benchmarks.wait import WaitTimeout, wait_until
-
-# Messages of the produce-path warm-up start with this (8 bytes, like a run's tag): the
-# consumers, the final read and the checker take only messages tagged with their run.
-WARMUP_TAG = b"kb-warm_"
 
 
 class NotSteady(RuntimeError):
@@ -185,7 +182,7 @@ def warm_produce_path(conn: Connection, topic: str, producer_config: dict[str, A
         due = int((now - start) * rate) - sent
         for _ in range(max(0, due)):
             try:
-                producer.produce(topic, WARMUP_TAG + b"x" * 92, key=b"k%d" % (sent % keys) if keys else None,
+                producer.produce(topic, WARMUP_TAG + b"x" * 92, key=key_bytes(sent % keys) if keys else None,
                                  on_delivery=functools.partial(report, sent_at=time.monotonic()))
                 sent += 1
             except BufferError:

@@ -1,6 +1,6 @@
 // One producer process of a run on Kafka's own Java producer (scenario client.producer_library:
-// java), the same open-loop schedule, message layout and transactions as benchmarks/load.py's
-// librdkafka producer. It keeps no ledger itself: every outcome is one tab-separated row on
+// java), the same open-loop schedule and transactions as benchmarks/load.py's librdkafka
+// producer, and the same messages (benchmarks/message.py, checked at start). It keeps no ledger itself: every outcome is one tab-separated row on
 // stdout, which benchmarks/java_load.py (its parent) writes into the run's ledgers.
 //
 //   R seq key intended_ns sent_ns ack_ns partition offset outcome error   one message's report
@@ -53,6 +53,12 @@ public final class LedgerProducer {
     private final BufferedWriter out = new BufferedWriter(new OutputStreamWriter(System.out, StandardCharsets.UTF_8));
     private final BitSet reported = new BitSet();
     private final Properties client = new Properties();
+    // The message contract (benchmarks/message.py, given as bench.message.*): the header this
+    // program writes, which it checks against the one given, and the key rule.
+    static final String HEADER_FORMAT = ">8sIQq";  // tag, index (int), seq (long), sent_ns (long), big-endian
+    static final int HEADER_SIZE = 28;
+    private final long keyStride;
+    private final String keyPrefix;
     private final byte[] tag;
     private final int index, size, keys;
     private final long startNs, intervalNs;
@@ -71,6 +77,14 @@ public final class LedgerProducer {
     private String broken = "";
 
     private LedgerProducer(Properties bench) {
+        String header = bench.getProperty("bench.message.header_format");
+        if (!HEADER_FORMAT.equals(header)
+                || HEADER_SIZE != Integer.parseInt(bench.getProperty("bench.message.header_size", "-1"))) {
+            throw new IllegalArgumentException("bench.message.header_format: the runner's message header is "
+                + header + ", this program writes " + HEADER_FORMAT + " (" + HEADER_SIZE + " bytes)");
+        }
+        keyStride = Long.parseLong(bench.getProperty("bench.message.key_stride"));
+        keyPrefix = bench.getProperty("bench.message.key_prefix");
         tag = bench.getProperty("bench.tag").getBytes(StandardCharsets.US_ASCII);
         index = Integer.parseInt(bench.getProperty("bench.index"));
         topic = bench.getProperty("bench.topic");
@@ -127,7 +141,7 @@ public final class LedgerProducer {
     }
 
     private long keyOf(long seq) {
-        return keys > 0 ? (index * 7919L + seq) % keys : -1;
+        return keys > 0 ? (index * keyStride + seq) % keys : -1;
     }
 
     private long intended(long seq) {
@@ -139,7 +153,7 @@ public final class LedgerProducer {
     }
 
     private byte[] value(long seq, long sentNs) {
-        ByteBuffer buf = ByteBuffer.allocate(Math.max(size, 28));  // big-endian, as load.HEADER
+        ByteBuffer buf = ByteBuffer.allocate(Math.max(size, HEADER_SIZE));  // big-endian: HEADER_FORMAT
         buf.put(tag).putInt(index).putLong(seq).putLong(sentNs);
         return buf.array();
     }
@@ -197,7 +211,7 @@ public final class LedgerProducer {
                 broken = "";
             }
             long sentNs = now();
-            producer.send(new ProducerRecord<>(topic, key < 0 ? null : ("k" + key).getBytes(StandardCharsets.US_ASCII),
+            producer.send(new ProducerRecord<>(topic, key < 0 ? null : (keyPrefix + key).getBytes(StandardCharsets.US_ASCII),
                 value(seq, sentNs)), report(seq, intended(seq), sentNs));
         } catch (KafkaException e) {
             if (txnMessages == 0 || firstSeq < 0) {  // plain sends, or no transaction could begin

@@ -68,6 +68,8 @@ def test_the_java_producer_gets_the_schedule_and_the_transactional_profile_it_sh
         "bench.tag": "r1234567", "bench.index": "1", "bench.topic": "kb-t", "bench.message_size": "100",
         "bench.keys": "16", "bench.start_ns": str(10**18), "bench.end_ns": str(10**18 + 10**9),
         "bench.interval_ns": "5000000", "bench.txn.messages": "50", "bench.txn.abort_ratio": "0.1",
-        "bench.txn.timeout_ms": "60000", "bench.txn.seed": "21", "producer.acks": "all", "producer.linger.ms": "5",
+        "bench.txn.timeout_ms": "60000", "bench.txn.seed": "21", "bench.message.header_format": ">8sIQq",
+        "bench.message.header_size": "28", "bench.message.key_stride": "7919", "bench.message.key_prefix": "k",
+        "producer.acks": "all", "producer.linger.ms": "5",
         "producer.bootstrap.servers": "127.0.0.1:9092", "producer.transaction.timeout.ms": "60000",
         "producer.transactional.id": txns.transactional_id("r123456789", 1)}
