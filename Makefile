@@ -90,8 +90,8 @@ perf: install perf-deps
 perf-analysis: install
 	$(BIN)/python -m benchmarks.perf.analysis_engines
 
-## The scenario and fault-kind references (docs/reference/), generated from the models; a unit
-## test fails when the committed pages are stale.
+## The scenario and fault-kind references and the suite catalogue (docs/reference/), generated
+## from the models, the suites' files and this Makefile; a unit test fails when they are stale.
 docs: install
 	$(BIN)/python -m benchmarks.reference
 

@@ -1,7 +1,9 @@
 """The scenario and fault-kind references (docs/reference/), generated from the pydantic models
 that validate a scenario: every field with its type, default and allowed values, described by
-the comment the model gives it. A test fails when a committed page differs from what this
-module generates; `make docs` (python -m benchmarks.reference) writes them again."""
+the comment the model gives it; and the catalogue of the built-in suites, generated from their
+scenario files and the Makefile targets that run them. A test fails when a committed page
+differs from what this module generates; `make docs` (python -m benchmarks.reference) writes
+them again."""
 
 from __future__ import annotations
 
@@ -178,7 +180,79 @@ def faults_page() -> str:
     return "\n".join(out).rstrip() + "\n"
 
 
-PAGES = {"scenario.md": scenario_page, "faults.md": faults_page}
+def _leading_comment(path: Path) -> str:
+    """The comment block a scenario file opens with (after `---`), as one paragraph."""
+    lines: list[str] = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if line.strip() == "---" and not lines:
+            continue
+        if not line.startswith("#"):
+            break
+        lines.append(line.lstrip("#").strip())
+    return " ".join(lines)
+
+
+def _make_targets(suite_name: str) -> list[str]:
+    """The Makefile targets whose recipe runs `suite_name` or one of its files, with the inventories
+    they run it on (variables expanded; `$(call run-on-lab,INVENTORY,WHAT)` read as a run)."""
+    variables: dict[str, str] = {}
+    found: dict[str, list[str]] = {}
+    target = ""
+    suite_dir = f"benchmarks/suites/{suite_name}"
+    for line in (paths.PROJECT_ROOT / "Makefile").read_text(encoding="utf-8").splitlines():
+        if assigned := re.match(r"^(\w+)\s*[:?]?=\s*(\S+)", line):
+            variables[assigned.group(1)] = assigned.group(2)
+            continue
+        if re.match(r"^[\w-]+:", line):
+            target = line.split(":", 1)[0]
+            continue
+        line = re.sub(r"\$\((\w+)\)", lambda m: variables.get(m.group(1), m.group(0)), line)
+        ran = re.search(r"kafka-bench run (\S+).*--inventory (\S+)", line)
+        called = re.search(r"\$\(call run-on-lab,([^,]+),([^)]+)\)", line)
+        what, inventory = (ran.group(1), ran.group(2)) if ran else (called.group(2), called.group(1)) if called else ("", "")
+        if what == suite_name or what.startswith(suite_dir + "/"):
+            inventory += " --quick" if "--quick" in line else ""
+            inventories = found.setdefault(target, [])
+            inventories += [] if inventory in inventories else [inventory]
+    return [f"`make {name}` (on {', '.join(f'`{i}`' for i in inventories)})" for name, inventories in found.items()]
+
+
+def _file_entry(suite_dir: Path, path: Path) -> list[str]:
+    runs = scenario.load(path, in_suite=True)
+    ran = [r.scenario for r in runs if r.scenario is not None]
+    first = ran[0] if ran else None
+    title = f"### `{path.name}`" + (f": {first.name if len(ran) == 1 else runs[0].sweep_of}" if first else "")
+    if path.is_symlink():
+        return [title, "", f"The same file as `{path.resolve().relative_to(suite_dir.parent)}`.", ""]
+    facts = [f"{len(ran)} run{'s' if len(ran) != 1 else ''}"
+             + (f" (a sweep; {len(runs) - len(ran)} points skipped)" if len(runs) > len(ran) else "")]
+    if first is not None:
+        w = first.workload
+        facts += [f"{first.trials} trial{'s' if first.trials != 1 else ''} each" if first.trials > 1 else "",
+                  f"{w.warmup_s:g} + {w.duration_s:g} s of load", "negative control" if first.expect_loss else "",
+                  "; ".join([f.label for f in first.faults] + [f"{p.playbook} at {p.at_s:g} s" for p in first.procedures])]
+    lines = [title, "", *([f"*{first.description}*", ""] if first and first.description else [])]
+    comment = _leading_comment(path)
+    return [*lines, *([comment, ""] if comment else []), "; ".join(f for f in facts if f) + ".", ""]
+
+
+def suites_page() -> str:
+    out = ["# Built-in suites", "",
+           "Generated from the scenario files of `benchmarks/suites/` and the Makefile by `make docs`; a test",
+           "fails when this page is stale. A suite is a directory of scenario files run in file-name order",
+           "(`kafka-bench run NAME`); each file's opening comment says what it asks. Run counts are before the",
+           "inventory is known: a point a cluster cannot run (ELR on ZooKeeper, a fault its hosts cannot carry",
+           "out) is skipped with its reason when the suite runs.", ""]
+    for suite_dir in sorted(d for d in paths.SUITES.iterdir() if d.is_dir()):
+        targets = _make_targets(suite_dir.name)
+        out += [f"## `{suite_dir.name}`", "",
+                f"Run by {', '.join(targets)}." if targets else f"Run by `kafka-bench run {suite_dir.name}`.", ""]
+        for path in sorted(suite_dir.glob("*.yml")):
+            out += _file_entry(suite_dir, path)
+    return "\n".join(out).rstrip() + "\n"
+
+
+PAGES = {"scenario.md": scenario_page, "faults.md": faults_page, "suites.md": suites_page}
 
 
 def stale(directory: Path = DOCS) -> list[str]:

@@ -28,3 +28,16 @@ def test_types_defaults_and_bounds_are_read_from_the_model():
     assert "| `rate` | number or null | `1000.0` | > 0 | messages/s over all producers; null = unthrottled |" in page
     assert "| `security` | string or null | `null` | `plaintext` · `tls` · `mtls` · `sasl_ssl` |" in page
     assert "| `name` | string | required | matches `^[a-z0-9][a-z0-9._-]*$` |" in page
+
+
+def test_every_suite_and_each_of_its_files_is_in_the_catalogue_with_the_targets_that_run_it():
+    from benchmarks import paths
+
+    page = reference.suites_page()
+    for suite_dir in (d for d in paths.SUITES.iterdir() if d.is_dir()):
+        assert f"## `{suite_dir.name}`" in page
+        for path in suite_dir.glob("*.yml"):
+            assert f"### `{path.name}`" in page
+    assert "Run by `make bench` (on `inventories/local --quick`)" in page
+    assert "The same file as `durability/10-negative-acks1-lagging-followers.yml`." in page
+    assert "60 runs (a sweep; 12 points skipped); 2 + 20 s of load." in page
