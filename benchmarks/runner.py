@@ -94,7 +94,7 @@ class Snapshot:
     injections: schedule.Tally | None = None  # the run's fault injections so far (None: it has none)
 
 
-def _scaled(scenario: Scenario, quick: bool) -> tuple[float, float, float]:
+def scaled(scenario: Scenario, quick: bool) -> tuple[float, float, float]:
     """(warm-up, duration, factor for fault times) of the run."""
     w = scenario.workload
     if not quick or not scenario.quick or w.duration_s <= QUICK_SECONDS:
@@ -276,7 +276,7 @@ def execute(scenario: Scenario, inventory: ClusterInventory, inventory_path: Pat
     run_dir.mkdir(parents=True, exist_ok=False)  # a run never overwrites another
     (run_dir / "scenario.yaml").write_text(yaml.safe_dump(scenario.model_dump(mode="json"), sort_keys=False))
     seed = seed if seed is not None else random.SystemRandom().randrange(2**31)
-    warmup_s, duration_s, factor = _scaled(scenario, quick)
+    warmup_s, duration_s, factor = scaled(scenario, quick)
     topic = f"{scenario.topic}-{run_id[-6:]}"
     if isinstance(runner, AnsibleRunner):  # the run's playbooks keep their artifacts in the run directory
         runner = AnsibleRunner(artifact_root=run_dir / "ansible", verbosity=runner.verbosity)

@@ -152,6 +152,53 @@ def scenario_files(name: str) -> list[Path]:
     return [path]
 
 
+def _read_runs(suite_or_file: str, inv: inventory_lib.ClusterInventory, inventory_path: Path) -> list[scenario_lib.Run]:
+    """Every run of the suite or file, each validated against the inventory's cluster (the points it
+    cannot run skipped with their reason); bad input exits INVALID_INPUT naming file and field."""
+    try:
+        shape = scenario_lib.ClusterShape(
+            broker_ids=tuple(b.broker_id for b in inv.brokers), hosts=len({b.host for b in inv.brokers}),
+            metadata_mode=inv.metadata_mode, controller_ids=tuple(c.node_id for c in inv.controllers),
+            migration_controllers=len(inv.migration_controllers), kafka_version=inv.kafka_version,
+            no_netem="" if inv.given else lab_lib.netem_missing(inventory_path),
+            no_data_disk=tuple(b.name for b in inv.brokers if not b.data_disk), client_profiles=inv.client_profiles(),
+            no_hosts="this run names only --bootstrap" if inv.given else "", not_deployed=_not_deployed(inv))
+        files = scenario_files(suite_or_file)
+        runs = [run for path in files for run in scenario_lib.load(path, shape, in_suite=len(files) > 1)]
+        if runs and all(r.scenario is None for r in runs):
+            raise scenario_lib.ScenarioError(f"{suite_or_file}: nothing of it can run on {inventory_path}: "
+                                             + "; ".join(dict.fromkeys(r.skipped or "" for r in runs)))
+    except (scenario_lib.ScenarioError, connection_lib.ConnectionSettingsError) as exc:
+        console.print(f"[red]error:[/] {exc}")
+        raise click.exceptions.Exit(ExitCode.INVALID_INPUT) from exc
+    return runs
+
+
+def plan_table(runs: list[scenario_lib.Run], trials: int | None, quick: bool) -> Table:
+    """What `run` would make (--dry-run): each run with its trials, seconds of load and faults, and
+    each point skipped with its reason."""
+    table = Table(title="Planned runs", title_justify="left")
+    for col in ("scenario", "sweep point", "trials", "load s (warm-up + measured)", "faults and procedures"):
+        table.add_column(col, justify="right" if col in ("trials", "load s (warm-up + measured)") else "left")
+    count = load_s = 0.0
+    for r in runs:
+        point = ", ".join(f"{k.rsplit('.', 1)[-1]}={v}" for k, v in r.point.items())
+        if r.scenario is None:
+            table.add_row("", point, "", "", f"skipped: {r.skipped}")
+            continue
+        sc, n = r.scenario, trials or r.scenario.trials
+        warmup_s, duration_s, factor = runner_lib.scaled(sc, quick)
+        count, load_s = count + n, load_s + n * (warmup_s + duration_s)
+        steps = [f.label for f in sc.faults] + [f"{p.playbook} at {p.at_s:g} s" for p in sc.procedures]
+        table.add_row(sc.name, point, str(n), f"{warmup_s:g} + {duration_s:g}",
+                      "; ".join(steps) + (f" (times x{factor:.2g})" if steps and factor != 1 else "") or "-")
+    skipped = sum(r.scenario is None for r in runs)
+    table.caption = (f"{count:.0f} runs, {load_s / 60:.1f} min of load (each run also waits for a recovered cluster "
+                     f"and a warm produce path, and heals, reads back and collects logs after)"
+                     + (f"; {skipped} skipped" if skipped else ""))
+    return table
+
+
 @click.command()
 @click.argument("suite_or_file")
 @inventory_option
@@ -176,10 +223,13 @@ def scenario_files(name: str) -> list[Path]:
 @click.option("--resume", type=click.Path(path_type=Path, file_okay=False, exists=True), default=None,
               metavar="DIR", help="Finish a suite that was stopped: make only the runs DIR (the directory it was "
                                   "writing) has no summary of, with the same suite and options, and report them all.")
+@click.option("--dry-run", is_flag=True, help="Validate every file against the inventory and list the runs it would "
+                                              "make (points it cannot run, with the reason), then stop: nothing is "
+                                              "started, connected to or written.")
 @click.pass_context
 def run(ctx: click.Context, suite_or_file: str, inventory_path: Path, quick: bool, seed: int | None,
         trials: int | None, results: Path, no_ledger: bool, no_report: bool, client_config: Path | None,
-        bootstrap: str | None, resume: Path | None) -> None:
+        bootstrap: str | None, resume: Path | None, dry_run: bool) -> None:
     """Run a built-in suite (seeds, durability, evidence, kraft, lab, operations, security-cost) or a
     scenario file: load, faults, ledger, timeline for every run of its sweep; then a summary per
     run, and the analysis of them all (report.html, summary.csv) in the directory of this
@@ -192,22 +242,10 @@ def run(ctx: click.Context, suite_or_file: str, inventory_path: Path, quick: boo
         inv = load_inventory_or_exit(inventory_path)
     if client_config is not None and bootstrap is None:
         inv = dataclasses.replace(inv, client_config=client_config)
-    try:
-        shape = scenario_lib.ClusterShape(
-            broker_ids=tuple(b.broker_id for b in inv.brokers), hosts=len({b.host for b in inv.brokers}),
-            metadata_mode=inv.metadata_mode, controller_ids=tuple(c.node_id for c in inv.controllers),
-            migration_controllers=len(inv.migration_controllers), kafka_version=inv.kafka_version,
-            no_netem="" if inv.given else lab_lib.netem_missing(inventory_path),
-            no_data_disk=tuple(b.name for b in inv.brokers if not b.data_disk), client_profiles=inv.client_profiles(),
-            no_hosts="this run names only --bootstrap" if inv.given else "", not_deployed=_not_deployed(inv))
-        files = scenario_files(suite_or_file)
-        runs = [run for path in files for run in scenario_lib.load(path, shape, in_suite=len(files) > 1)]
-        if runs and all(r.scenario is None for r in runs):
-            raise scenario_lib.ScenarioError(f"{suite_or_file}: nothing of it can run on {inventory_path}: "
-                                             + "; ".join(dict.fromkeys(r.skipped or "" for r in runs)))
-    except (scenario_lib.ScenarioError, connection_lib.ConnectionSettingsError) as exc:
-        console.print(f"[red]error:[/] {exc}")
-        raise click.exceptions.Exit(ExitCode.INVALID_INPUT) from exc
+    runs = _read_runs(suite_or_file, inv, inventory_path)
+    if dry_run:
+        stdout.print(plan_table(runs, trials, quick))
+        return
     points = [(r, r.scenario if trials is None else r.scenario.model_copy(update={"trials": trials}))
               for r in runs if r.scenario is not None]
     scenarios = [scenario for _, scenario in points]

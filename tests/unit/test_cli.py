@@ -112,6 +112,30 @@ def test_a_scenario_that_cannot_run_exits_invalid_input_before_anything_runs(tmp
     assert [p.name for p in results.iterdir()] == ["last-run.json"]
 
 
+def test_a_dry_run_lists_the_runs_and_what_is_skipped_and_starts_nothing(tmp_path, monkeypatch):
+    def no_connection(*_args, **_kwargs):
+        raise AssertionError("a dry run connects to nothing")
+
+    monkeypatch.setattr("benchmarks.connection.preflight", no_connection)
+    results, fake = tmp_path / "results", FakeRunner(result())
+    out = invoke(fake, "run", "durability", "--dry-run", "--quick", "--results", str(results))
+    text = " ".join(out.output.split())
+    assert out.exit_code == 0, out.output
+    assert "leader-kill" in text and "negative-unclean-election-000" in text
+    assert "skipped: Eligible Leader Replicas need a KRaft cluster" in text  # the ZooKeeper inventory
+    assert "x0.67)" in text  # leader-kill's fault times: --quick shortens its 30 s to 20 s
+    assert "44 skipped" in text
+    assert fake.calls == [] and not results.exists()
+
+
+def test_a_dry_run_refuses_bad_input_as_a_run_does(tmp_path):
+    bad = tmp_path / "rf5.yml"
+    bad.write_text("scenario: {name: rf5, workload: {replication_factor: 5}}\n")
+    out = invoke(FakeRunner(result()), "run", str(bad), "--dry-run", "--results", str(tmp_path / "results"))
+    assert out.exit_code == ExitCode.INVALID_INPUT
+    assert "replication factor 5 > 3 brokers in the inventory" in " ".join(out.output.split())
+
+
 def test_progress_in_a_log_is_a_line_per_phase_and_at_least_every_ten_seconds():
     from benchmarks.commands.run import ProgressLines
 
