@@ -14,7 +14,7 @@ from benchmarks.commands import lab as lab_commands
 from benchmarks.commands import report as report_commands
 from benchmarks.commands import run as run_commands
 from benchmarks.exit_codes import ExitCode
-from benchmarks.fault_kinds import FaultError
+from benchmarks.fault_targets import FaultError
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})

@@ -21,7 +21,8 @@ from typing import Any
 
 from benchmarks import clocks, paths
 from benchmarks.ansible import PlaybookResult, PlaybookRunner, summarize_failures
-from benchmarks.fault_kinds import FaultError, spec_of
+from benchmarks.fault_kinds import spec_of
+from benchmarks.fault_targets import FaultError
 
 __all__ = ["AnsibleFaultInjector", "FaultError", "FaultRecord", "HealReport", "Journal", "heal"]
 

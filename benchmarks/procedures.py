@@ -13,8 +13,8 @@ from typing import Annotated, Any, ClassVar, Literal, get_args
 
 from pydantic import Field, model_validator
 
-from benchmarks.fault_kinds import Strict
 from benchmarks.shape import ClusterShape
+from benchmarks.strict import Strict
 from benchmarks.workload import Workload
 
 RELEASE = r"^[0-9]+\.[0-9]+\.[0-9]+$"

@@ -18,7 +18,7 @@ from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 
-from benchmarks import fault_kinds, paths, procedures, scenario, workload
+from benchmarks import fault_kinds, fault_spec, fault_targets, paths, procedures, scenario, workload
 
 DOCS = paths.PROJECT_ROOT / "docs" / "reference"
 _FIELD = re.compile(r"^\s+(\w+)\s*:")
@@ -157,7 +157,7 @@ def scenario_page() -> str:
     return "\n".join(out).rstrip() + "\n"
 
 
-def _needs(spec: type[fault_kinds.FaultSpec]) -> str:
+def _needs(spec: type[fault_spec.FaultSpec]) -> str:
     needs = [text for flag, text in (("needs_own_addresses", "brokers on hosts with addresses of their own"),
                                      ("needs_netem", "tc netem in the hosts' kernel"),
                                      ("needs_data_disk", "a filesystem of the brokers' data of its own"))
@@ -167,16 +167,17 @@ def _needs(spec: type[fault_kinds.FaultSpec]) -> str:
 
 def faults_page() -> str:
     out = ["# Fault-kind reference", "",
-           "Generated from the spec classes of `benchmarks/fault_kinds.py` by `make docs`; a test fails when",
-           "this page is stale.", "", _doc(fault_kinds), "",
-           "## Fields every kind has", "", _doc(fault_kinds.FaultSpec), "",
-           fields_table(fault_kinds.FaultSpec, skip=("kind",)), ""]
+           "Generated from the spec classes of `benchmarks/fault_kinds.py` (what every kind has:",
+           "`fault_spec.py`; the targets: `fault_targets.py`) by `make docs`; a test fails when this page is stale.",
+           "", _doc(fault_kinds), "",
+           "## Fields every kind has", "", _doc(fault_spec.FaultSpec), "",
+           fields_table(fault_spec.FaultSpec, skip=("kind",)), ""]
     for kind, spec in fault_kinds.KINDS.items():
         out += [f"## `kind: {kind}`", "", _doc(spec), "",
                 f"Injected and reverted by `playbooks/{spec.playbook}` on {' or '.join(sorted(spec.modes))} clusters."
-                + _needs(spec), "", fields_table(spec, skip=("kind",), only_own_of=fault_kinds.FaultSpec), ""]
-    out += _section("FaultTarget", fault_kinds.FaultTarget)
-    out += _section("ControllerTarget", fault_kinds.ControllerTarget)
+                + _needs(spec), "", fields_table(spec, skip=("kind",), only_own_of=fault_spec.FaultSpec), ""]
+    out += _section("FaultTarget", fault_targets.FaultTarget)
+    out += _section("ControllerTarget", fault_targets.ControllerTarget)
     return "\n".join(out).rstrip() + "\n"
 
 

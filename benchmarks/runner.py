@@ -47,7 +47,8 @@ from benchmarks import (
 from benchmarks.ansible import AnsibleRunner, PlaybookRunner
 from benchmarks.codes import FINAL_READ_COMMITTED
 from benchmarks.connection import Connection
-from benchmarks.fault_kinds import FaultSpec, Situation
+from benchmarks.fault_spec import FaultSpec
+from benchmarks.fault_targets import Situation
 from benchmarks.inventory import ClusterInventory
 from benchmarks.scenario import Scenario, hostless_errors
 from benchmarks.timeline import EventLog, TimelineSampler

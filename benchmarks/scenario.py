@@ -18,11 +18,13 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
 from benchmarks.codes import TOPIC_PREFIX
-from benchmarks.fault_kinds import KINDS, Fault, Injection, Strict
+from benchmarks.fault_kinds import KINDS, Fault
+from benchmarks.fault_spec import Injection
 from benchmarks.paths import CLIENTS
 from benchmarks.procedures import NAMES as PROCEDURES
 from benchmarks.procedures import Procedure
 from benchmarks.shape import ClusterShape
+from benchmarks.strict import Strict
 from benchmarks.workload import NAME, Workload
 
 MAX_TRIALS = 1000

@@ -32,7 +32,8 @@ from typing import Any, Protocol
 
 from benchmarks import records
 from benchmarks.ansible import PlaybookResult, ProgressCallback, ProgressEvent, summarize_failures
-from benchmarks.fault_kinds import FaultError, FaultSpec, Injection, Resolved, Situation
+from benchmarks.fault_spec import FaultSpec, Injection
+from benchmarks.fault_targets import FaultError, Resolved, Situation
 from benchmarks.faults import FaultRecord
 from benchmarks.procedures import Procedure
 

@@ -8,7 +8,7 @@ from typing import Annotated
 
 from pydantic import Field, field_validator, model_validator
 
-from benchmarks.fault_kinds import Strict
+from benchmarks.strict import Strict
 
 NAME = r"^[a-z0-9][a-z0-9._-]*$"  # names of scenarios, topics, groups and client profiles
 

@@ -278,7 +278,7 @@ def test_a_fault_on_a_cluster_given_by_bootstrap_is_refused_before_any_run(tmp_p
 def test_a_heal_that_fails_ends_with_its_reason_and_the_way_out_not_a_traceback(monkeypatch, capsys, interrupted, code):
     """Ctrl-C during a run heals; a heal cut short by it (or failing) says so, and how to finish it."""
     from benchmarks import cli as cli_module
-    from benchmarks.fault_kinds import FaultError
+    from benchmarks.fault_targets import FaultError
 
     def main(standalone_mode):
         try:

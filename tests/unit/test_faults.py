@@ -11,7 +11,8 @@ from pydantic import TypeAdapter
 from benchmarks import faults, inventory
 from benchmarks.ansible import PlaybookResult
 from benchmarks.cluster import BrokerState, ClusterStatus, ControllerState, PartitionState, QuorumState
-from benchmarks.fault_kinds import KINDS, Fault, FaultError, Resolved, Situation, spec_of
+from benchmarks.fault_kinds import KINDS, Fault, spec_of
+from benchmarks.fault_targets import FaultError, Resolved, Situation
 from tests.conftest import LOCAL_INVENTORY, ROOT
 
 INV = inventory.load(LOCAL_INVENTORY)

@@ -13,7 +13,8 @@ from benchmarks import faults, inventory, runner, schedule
 from benchmarks.ansible import PlaybookResult, ProgressEvent, TaskFailure
 from benchmarks.cluster import BrokerState, ClusterStatus, PartitionState
 from benchmarks.connection import Connection
-from benchmarks.fault_kinds import Fault, FaultError, Resolved, Situation
+from benchmarks.fault_kinds import Fault
+from benchmarks.fault_targets import FaultError, Resolved, Situation
 from benchmarks.procedures import Procedure
 from benchmarks.scenario import Scenario
 from tests.conftest import LOCAL_INVENTORY
