@@ -30,10 +30,10 @@ from benchmarks import (
     checker,
     clocks,
     cluster,
+    effective,
     faults,
     features,
     java_load,
-    kafka_protocol,
     ledger,
     load,
     records,
@@ -102,83 +102,6 @@ def scaled(scenario: Scenario, quick: bool) -> tuple[float, float, float]:
         return w.warmup_s, w.duration_s, 1.0
     factor = QUICK_SECONDS / w.duration_s
     return min(w.warmup_s, 1.0), QUICK_SECONDS, factor
-
-
-def _effective_config(conn: Connection, topic: str, scenario: Scenario) -> tuple[dict[str, Any], list[str]]:
-    """The topic's config as the cluster reports it and the client's, and how they differ from the scenario."""
-    import confluent_kafka
-    from confluent_kafka.admin import ConfigResource
-
-    admin = cluster.admin_client(conn)
-    # A just-created topic reaches every broker's metadata cache a little later (in KRaft, when
-    # the broker has replayed the metadata log that far): ask until the answering broker knows
-    # it, or the comparison below would report a difference that is not.
-    def known() -> Any:
-        md = admin.list_topics(topic, timeout=30).topics[topic]
-        return md if md.partitions and not md.error else None
-
-    try:
-        md = wait_until(known, 30, interval_s=0.2, what=f"the brokers to know {topic}")
-    except WaitTimeout:  # compare with whatever the cluster says: the reasons below name it
-        md = admin.list_topics(topic, timeout=30).topics[topic]
-    resource = ConfigResource(ConfigResource.Type.TOPIC, topic)
-
-    def topic_entries() -> Any:
-        try:
-            return admin.describe_configs([resource])[resource].result(timeout=30)
-        except confluent_kafka.KafkaException as exc:
-            if exc.args[0].code() == confluent_kafka.KafkaError.UNKNOWN_TOPIC_OR_PART:
-                return None  # the broker that answered has not replayed the topic's creation yet
-            raise
-
-    entries = wait_until(topic_entries, 30, interval_s=0.2, what=f"every broker to know {topic}")
-    topic_config = {name: entry.value for name, entry in entries.items()}
-    brokers = {}
-    for broker_id in sorted(admin.list_topics(timeout=30).brokers):
-        res = ConfigResource(ConfigResource.Type.BROKER, str(broker_id))
-        brokers[str(broker_id)] = {n: e.value for n, e in admin.describe_configs([res])[res].result(timeout=30).items()
-                                   if not e.is_sensitive}
-    rf = {len(p.replicas) for p in md.partitions.values()}
-    w = scenario.workload
-    reasons = []
-    if topic_config.get("min.insync.replicas") != str(w.min_insync_replicas):
-        reasons.append(f"topic min.insync.replicas is {topic_config.get('min.insync.replicas')}, "
-                       f"scenario says {w.min_insync_replicas}")
-    if topic_config.get("unclean.leader.election.enable") != str(w.unclean_leader_election).lower():
-        reasons.append(f"topic unclean.leader.election.enable is {topic_config.get('unclean.leader.election.enable')}")
-    if rf != {w.replication_factor} or len(md.partitions) != w.partitions:
-        reasons.append(f"topic has {len(md.partitions)} partitions with RF {sorted(rf)}, scenario says "
-                       f"{w.partitions} with RF {w.replication_factor}")
-    producer = dict(scenario.client.producer)
-    java = scenario.client.producer_library == "java"
-    # Each client's defaults for what the analysis depends on: the Java producer is idempotent
-    # unless told otherwise, librdkafka's only when transactional.
-    resolved = {"acks": "all", "enable.idempotence": java or scenario.client.transactions is not None, **producer}
-    if str(resolved.get("enable.idempotence")).lower() == "true" and scenario.client.acks != "all":
-        reasons.append(f"enable.idempotence=true needs acks=all, scenario says acks={scenario.client.acks}")
-    return {
-        "client": {"library": "confluent-kafka", "version": confluent_kafka.version()[0],
-                   "librdkafka": confluent_kafka.libversion()[0], "producer": resolved,
-                   "producer_library": _producer_client(scenario),
-                   "consumer": dict(scenario.client.consumer)},
-        "topic": topic_config,
-        "brokers": brokers,
-        "topic_layout": {"partitions": len(md.partitions), "replication_factor": sorted(rf)},
-    }, reasons
-
-
-def _cluster_identity(inventory: ClusterInventory, conn: Connection) -> dict[str, Any]:
-    """The cluster's mode and version (as its inventory deploys it) and the feature levels it has
-    finalized (as its brokers report them: metadata.version, kraft.version,
-    eligible.leader.replicas.version, transaction.version, group.version, ...)."""
-    features: dict[str, Any] = {}
-    try:
-        features = {name: kafka_protocol.feature_level_name(name, level)
-                    for name, level in sorted(cluster.finalized_features(conn).items())}
-    except (kafka_protocol.ProtocolError, OSError) as exc:
-        features = {"error": str(exc)}
-    return {"metadata_mode": inventory.metadata_mode, "kafka_version": inventory.kafka_version,
-            "finalized_features": features}
 
 
 def _checked(run_dir: Path) -> tuple[checker.Verdict, dict[str, int]]:
@@ -349,17 +272,16 @@ def _prepare(run: Run) -> None:
     run.retrier.call(run.step, f"create {run.topic}", lambda: topics.ensure_topic(
         run.conn, run.topic, w.partitions, w.replication_factor, config), CALL_RETRY_S)
     _wait_fully_replicated(run, w.partitions)
-    effective, run.invalid = run.retrier.call(run.step, "read the effective configuration",
-                                              lambda: _effective_config(run.conn, run.topic, run.scenario), CALL_RETRY_S)
-    effective["connection"] = run.conn.summary()
-    effective["cluster"] = _cluster_identity(run.inventory, run.conn)
-    finalized = effective["cluster"]["finalized_features"]
-    if run.inventory.kraft and "error" not in finalized:
-        run.eligible_leader_replicas = finalized.get(features.ELR, "0") != "0"
+    found = run.retrier.call(run.step, "read the effective configuration",
+                             lambda: effective.read(run.conn, run.topic, run.scenario, run.inventory), CALL_RETRY_S)
+    run.invalid = effective.differences(found, run.scenario)
+    if run.inventory.kraft:
+        run.eligible_leader_replicas = found.cluster.eligible_leader_replicas
     if want and run.eligible_leader_replicas != w.eligible_leader_replicas:
-        run.invalid.append(f"{features.ELR} is {finalized.get(features.ELR, 'unknown')} on the brokers, scenario says "
+        level = found.cluster.finalized_features.get(features.ELR, "unknown")
+        run.invalid.append(f"{features.ELR} is {level} on the brokers, scenario says "
                            f"eligible_leader_replicas {str(w.eligible_leader_replicas).lower()}")
-    (run.run_dir / "effective-config.json").write_text(json.dumps(effective, indent=2))
+    (run.run_dir / "effective-config.json").write_text(json.dumps(found.to_dict(), indent=2))
 
 
 def _wait_recovered(run: Run) -> float:
@@ -570,19 +492,10 @@ def _summarize(run: Run) -> records.RunSummary:
         transactions=records.TransactionProfile(
             messages=s.client.transactions.messages, abort_ratio=s.client.transactions.abort_ratio,
             timeout_ms=s.client.transactions.timeout_ms,
-            client=_producer_client(s)) if s.client.transactions else None,
+            client=effective.producer_client(s)) if s.client.transactions else None,
     )
     (run_dir / "summary.json").write_text(summary.model_dump_json(indent=2))
     return summary
-
-
-def _producer_client(scenario: Scenario) -> str:
-    """The producers' client as the report names it: "librdkafka 2.x.y" or Kafka's Java producer."""
-    if scenario.client.producer_library == "java":
-        return java_load.describe()
-    import confluent_kafka
-
-    return f"librdkafka {confluent_kafka.libversion()[0]}"
 
 
 def _recovery_problems(inventory: ClusterInventory) -> list[str]:
