@@ -18,7 +18,7 @@ from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 
-from benchmarks import fault_kinds, fault_spec, fault_targets, paths, procedures, scenario, workload
+from benchmarks import client_profile, fault_kinds, fault_spec, fault_targets, paths, procedures, scenario, workload
 
 DOCS = paths.PROJECT_ROOT / "docs" / "reference"
 _FIELD = re.compile(r"^\s+(\w+)\s*:")
@@ -140,14 +140,14 @@ def _section(title: str, model: type[BaseModel], **table: Any) -> list[str]:
 
 def scenario_page() -> str:
     out = ["# Scenario reference", "",
-           "Generated from the models of `benchmarks/scenario.py`, `workload.py` and `procedures.py` by `make docs`;",
-           "a test fails when this page is stale. Unknown keys are errors naming their path.", "",
+           "Generated from the models of `benchmarks/scenario.py`, `workload.py`, `client_profile.py` and `procedures.py`",
+           "by `make docs`; a test fails when this page is stale. Unknown keys are errors naming their path.", "",
            "A scenario file holds `scenario` (below), optionally `sweep` and `kraft`:", "", _doc(scenario.ScenarioFile), ""]
     out += _section("Scenario", scenario.Scenario)
     out += _section("Workload", workload.Workload)
     out += _section("ConsumerGroup", workload.ConsumerGroup)
-    out += _section("ClientProfile", scenario.ClientProfile)
-    out += _section("Transactions", scenario.Transactions)
+    out += _section("ClientProfile", client_profile.ClientProfile)
+    out += _section("Transactions", client_profile.Transactions)
     out += ["## Fault", "", "One of the kinds of the [fault-kind reference](faults.md), by its `kind`.", ""]
     out += ["## Procedure", "", _doc(procedures.ProcedureSpec), "", fields_table(procedures.ProcedureSpec), ""]
     for name, spec in procedures.NAMES.items():

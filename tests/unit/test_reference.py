@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from benchmarks import fault_kinds, procedures, reference, scenario, workload
+from benchmarks import client_profile, fault_kinds, procedures, reference, scenario, workload
 
 
 def test_the_committed_references_are_not_stale():
@@ -11,8 +11,8 @@ def test_the_committed_references_are_not_stale():
 
 def test_every_field_of_a_scenario_and_every_kind_is_described():
     page = reference.scenario_page()
-    for model in (scenario.Scenario, workload.Workload, workload.ConsumerGroup, scenario.ClientProfile,
-                  scenario.Transactions, procedures.ProcedureSpec):
+    for model in (scenario.Scenario, workload.Workload, workload.ConsumerGroup, client_profile.ClientProfile,
+                  client_profile.Transactions, procedures.ProcedureSpec):
         for name in model.model_fields:
             assert f"| `{name}` |" in page, f"{model.__name__}.{name}"
     for name in procedures.NAMES:

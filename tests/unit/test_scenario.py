@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from benchmarks import client_profile, scenario_file
 from benchmarks import scenario as sc
 from tests.conftest import ROOT
 
@@ -527,9 +528,9 @@ def test_an_unknown_profile_is_named_with_the_profiles_there_are(client):
 
 def test_no_suite_file_copies_a_shared_profile():
     """A copy would drift from the profile the other scenarios share: name it instead."""
-    profiles = {name: sc.named_client(name, "test") for name in sc.client_profiles()}
+    profiles = {name: client_profile.named_client(name, "test") for name in client_profile.client_profiles()}
     for path in sorted((ROOT / "benchmarks" / "suites").glob("*/*.yml")):
-        doc = sc.read_yaml(path.read_text())
+        doc = scenario_file.read_yaml(path.read_text())
         clients = [doc["scenario"].get("client"), *doc.get("sweep", {}).get("client", [])]
         for client in clients:
             if isinstance(client, dict) and "profile" not in client:

@@ -15,7 +15,7 @@ from cryptography.hazmat.primitives.serialization import pkcs12
 
 from benchmarks import connection, kafka_auth
 from benchmarks import scenario as scenario_lib
-from benchmarks.scenario import ClientProfile
+from benchmarks.client_profile import ClientProfile
 from tests.conftest import ROOT
 
 sys.path.insert(0, str(ROOT / "collections"))
