@@ -33,6 +33,7 @@ from benchmarks import (
     effective,
     faults,
     features,
+    host_probe,
     java_load,
     ledger,
     load,
@@ -321,7 +322,7 @@ def _drive(run: Run) -> None:
     w = run.scenario.workload
     # The brokers' CPU (over SSH on hosts of their own), read before the clock of the load starts.
     cpu_remote = ssh.ssh_reader(run.inventory_path) if run.inventory.given is None else None
-    cpu_before = cluster.broker_cpu(run.inventory, cpu_remote)
+    cpu_before = host_probe.broker_cpu(run.inventory, cpu_remote)
     run.start_ns = time.time_ns() + int(run.workers.start_lead_s * 1e9)
     end_ns = run.start_ns + int((run.warmup_s + run.duration_s) * 1e9)
     run.workers.start_producers(run.start_ns, end_ns)
@@ -362,7 +363,7 @@ def _drive(run: Run) -> None:
     finally:
         steps.join(300)
         run.workers.kill_producers()
-    run.broker_cpu_s = cluster.cpu_used(cpu_before, cluster.broker_cpu(run.inventory, cpu_remote))
+    run.broker_cpu_s = host_probe.cpu_used(cpu_before, host_probe.broker_cpu(run.inventory, cpu_remote))
     run.events.write(records.LoadEnd(end_ns=run.workers.end_ns,
                                      producers=load.producer_meta(run.run_dir / "ledger" / "produce")))
 

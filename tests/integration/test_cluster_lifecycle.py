@@ -16,7 +16,7 @@ import yaml
 from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
-from benchmarks import cluster, faults, smoke, topics
+from benchmarks import cluster, faults, host_probe, smoke, topics
 from tests.conftest import (
     CLUSTER_PORTS,
     LOCAL_INVENTORY,
@@ -123,7 +123,7 @@ def test_faults_are_injected_and_kafka_bench_heal_reverts_them_all(deployed_clus
     injector.inject(injector.new_record("broker-kill", ["broker0"], 0, "broker 0"))
     injector.inject(injector.new_record("zookeeper-stop", ["zk0"], None, "every ZooKeeper server"))
     assert (state(inv.broker(2).ctl), state(inv.broker(0).ctl), state(inv.zookeepers[0].ctl)) == (4, 3, 3)
-    assert cluster.zookeeper_mode(inv.zookeepers[0]) is None
+    assert host_probe.zookeeper_mode(inv.zookeepers[0]) is None
 
     proc = run_cli("heal")
     assert proc.returncode == 0, proc.stdout + proc.stderr

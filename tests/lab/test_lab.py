@@ -19,7 +19,7 @@ import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from benchmarks import cluster, ledger
+from benchmarks import cluster, host_probe, ledger
 from benchmarks import inventory as inventory_lib
 from benchmarks import runner as runner_lib
 from benchmarks import scenario as sc
@@ -49,7 +49,7 @@ def lab_cluster(lab, runner):
 
 
 def zookeeper_modes(inventory: inventory_lib.ClusterInventory) -> dict[str, str]:
-    return {z.name: cluster.zookeeper_mode(z) or "down" for z in inventory.zookeepers}
+    return {z.name: host_probe.zookeeper_mode(z) or "down" for z in inventory.zookeepers}
 
 
 def test_lab_hosts_are_separate_hosts(lab):
@@ -95,12 +95,12 @@ def test_brokers_cpu_is_read_over_ssh_from_their_own_hosts(lab, lab_cluster):
     """What a run records as broker_cpu_s on hosts of their own: each broker's process, found by its
     control script on its host, and the CPU seconds /proc there says it used."""
     reader = ssh_lib.ssh_reader(LAB)
-    before = cluster.broker_cpu(lab_cluster, reader)
+    before = host_probe.broker_cpu(lab_cluster, reader)
     assert before is not None and sorted(before) == ["lab1", "lab2", "lab3"]
     for host, (pid, cpu) in before.items():
         assert str(pid) == ssh(lab, host, "/etc/kafka/kafka-service pid").strip() and cpu > 1, (host, pid, cpu)
     time.sleep(2)
-    used = cluster.cpu_used(before, cluster.broker_cpu(lab_cluster, reader))
+    used = host_probe.cpu_used(before, host_probe.broker_cpu(lab_cluster, reader))
     assert used is not None and 0 < used < 3 * 2 * os.cpu_count(), used
 
 

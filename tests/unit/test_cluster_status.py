@@ -14,7 +14,7 @@ from types import SimpleNamespace as NS
 import pytest
 from cryptography.hazmat.primitives import serialization
 
-from benchmarks import cluster, inventory
+from benchmarks import cluster, host_probe, inventory
 from benchmarks.inventory import ZooKeeperServer
 from benchmarks.kafka_protocol import BrokerInfo, PartitionInfo, Quorum, Replica
 from tests.conftest import KRAFT_INVENTORY, LOCAL_INVENTORY, ROOT
@@ -63,9 +63,9 @@ def test_process_state_is_read_only_for_services_on_this_machine(tmp_path):
     ctl = tmp_path / "kafka-service"
     ctl.write_text("#!/bin/sh\nexit 4\n")
     ctl.chmod(0o755)
-    assert cluster.local_process_state("127.0.0.1", str(ctl)) == "paused"
-    assert cluster.local_process_state("10.213.0.11", str(ctl)) is None
-    assert cluster.local_process_state("127.0.0.1", str(tmp_path / "missing")) is None
+    assert host_probe.local_process_state("127.0.0.1", str(ctl)) == "paused"
+    assert host_probe.local_process_state("10.213.0.11", str(ctl)) is None
+    assert host_probe.local_process_state("127.0.0.1", str(tmp_path / "missing")) is None
 
 
 def test_every_node_up_needs_every_process_seen_running_and_no_node_problem():
@@ -137,11 +137,11 @@ def test_zookeeper_mode_reads_srvr_from_a_real_socket():
     zk = ZooKeeperServer("zk0", "127.0.0.1", server.getsockname()[1], "/etc/zookeeper")
     thread = _answer_srvr(server)
     try:
-        assert cluster.zookeeper_mode(zk) == "follower"
+        assert host_probe.zookeeper_mode(zk) == "follower"
     finally:
         thread.join(5)
         server.close()
-    assert cluster.zookeeper_mode(zk, timeout=0.5) is None
+    assert host_probe.zookeeper_mode(zk, timeout=0.5) is None
 
 
 def test_zookeeper_mode_speaks_tls_to_a_tls_client_port_and_checks_its_certificate(tmp_path):
@@ -163,11 +163,11 @@ def test_zookeeper_mode_speaks_tls_to_a_tls_client_port_and_checks_its_certifica
     thread = _answer_srvr(server, lambda raw: context.wrap_socket(raw, server_side=True))
     try:
         zk = ZooKeeperServer("zk0", "127.0.0.1", port, "/etc/zookeeper", str(tmp_path / "ca.pem"))
-        assert cluster.zookeeper_mode(zk) == "follower"
+        assert host_probe.zookeeper_mode(zk) == "follower"
         thread.join(5)
         thread = _answer_srvr(server, lambda raw: context.wrap_socket(raw, server_side=True))
         untrusted = ZooKeeperServer("zk0", "127.0.0.1", port, "/etc/zookeeper", str(tmp_path / "other.pem"))
-        assert cluster.zookeeper_mode(untrusted) is None
+        assert host_probe.zookeeper_mode(untrusted) is None
     finally:
         thread.join(5)
         server.close()
@@ -196,9 +196,9 @@ def test_a_cluster_given_by_bootstrap_is_described_by_its_brokers(features, mode
 
 def test_broker_cpu_is_what_the_same_processes_used_between_two_readings(tmp_path):
     before = {"broker0": (100, 5.0), "broker1": (101, 7.5)}
-    assert cluster.cpu_used(before, {"broker0": (100, 6.25), "broker1": (101, 9.5)}) == 3.25
-    assert cluster.cpu_used(before, {"broker0": (100, 6.0), "broker1": (202, 1.0)}) is None, "broker1 was restarted"
-    assert cluster.cpu_used(None, before) is None and cluster.cpu_used(before, None) is None
+    assert host_probe.cpu_used(before, {"broker0": (100, 6.25), "broker1": (101, 9.5)}) == 3.25
+    assert host_probe.cpu_used(before, {"broker0": (100, 6.0), "broker1": (202, 1.0)}) is None, "broker1 was restarted"
+    assert host_probe.cpu_used(None, before) is None and host_probe.cpu_used(before, None) is None
 
 
 def test_broker_cpu_is_read_here_for_brokers_on_this_machine_and_over_the_remote_reader_for_others(tmp_path):
@@ -208,10 +208,10 @@ def test_broker_cpu_is_read_here_for_brokers_on_this_machine_and_over_the_remote
     ctl.write_text(f"#!/bin/sh\n[ \"$1\" = pid ] && echo {os.getpid()}\n")
     ctl.chmod(0o755)
     here = inventory.ClusterInventory(tmp_path, (inventory.Broker("broker0", 0, "127.0.0.1", 9092, str(tmp_path)),), ())
-    [(name, (pid, cpu))] = cluster.broker_cpu(here).items()
+    [(name, (pid, cpu))] = host_probe.broker_cpu(here).items()
     assert (name, pid) == ("broker0", os.getpid()) and cpu > 0
     elsewhere = dataclasses.replace(here, brokers=(inventory.Broker("broker0", 0, "10.213.0.11", 9092, str(tmp_path)),))
-    assert cluster.broker_cpu(elsewhere) is None, "no reader: nothing known"
+    assert host_probe.broker_cpu(elsewhere) is None, "no reader: nothing known"
     asked = []
 
     def shell(host: str, command: str) -> str | None:
@@ -219,12 +219,12 @@ def test_broker_cpu_is_read_here_for_brokers_on_this_machine_and_over_the_remote
         done = subprocess.run(["sh", "-c", command], capture_output=True, text=True)
         return done.stdout if done.returncode == 0 else None
 
-    [(name, (pid, far))] = cluster.broker_cpu(elsewhere, shell).items()
+    [(name, (pid, far))] = host_probe.broker_cpu(elsewhere, shell).items()
     assert (name, pid, asked) == ("broker0", os.getpid(), ["broker0"]) and far >= cpu
-    assert cluster.broker_cpu(elsewhere, lambda host, command: None) is None, "unreadable: nothing known"
+    assert host_probe.broker_cpu(elsewhere, lambda host, command: None) is None, "unreadable: nothing known"
     # Under systemd service control the pid is the unit's main process.
     unit = dataclasses.replace(elsewhere.brokers[0], service="confluent-server", control="systemd")
-    assert "systemctl show -p MainPID --value confluent-server" in cluster._cpu_command(unit)
+    assert "systemctl show -p MainPID --value confluent-server" in host_probe._cpu_command(unit)
 
 
 class KRaftNode:
