@@ -91,9 +91,12 @@ perf-analysis: install
 	$(BIN)/python -m benchmarks.perf.analysis_engines
 
 ## The scenario and fault-kind references and the suite catalogue (docs/reference/), generated
-## from the models, the suites' files and this Makefile; a unit test fails when they are stale.
+## from the models, the suites' files and this Makefile; and the results blocks of README.md and
+## docs/*.md, from the summaries committed under docs/results/ (benchmarks/docs_results.py says
+## how to add one). A unit test fails when any of them is stale.
 docs: install
 	$(BIN)/python -m benchmarks.reference
+	$(BIN)/python -m benchmarks.docs_results
 
 ## The report built with its intermediate results cached and checkpointed, side by side:
 ## make perf-report DIR=benchmarks/results/<time>-seeds
