@@ -199,6 +199,31 @@ def plan_table(runs: list[scenario_lib.Run], trials: int | None, quick: bool) ->
     return table
 
 
+def _install_java_producer(ctx: click.Context, inventory_path: Path) -> None:
+    """Kafka's Java producer installed (and its program compiled) before the first run that uses it."""
+    console.print(f"installing the Java producer ({java_load.describe()})")
+    try:
+        java_load.ensure_installed(playbook_runner(ctx), inventory_path, force=True)
+    except java_load.JavaClientError as exc:
+        console.print(f"[red]error:[/] {exc}")
+        raise click.exceptions.Exit(ExitCode.PLAYBOOK_FAILED) from exc
+
+
+def _resumed(resume: Path, plan: records.SuitePlan) -> dict[tuple[str, int], records.RunSummary]:
+    """The runs of the stopped suite in `resume` that have a summary, by scenario and trial, once
+    its plan is this one (another exits INVALID_INPUT, naming the option that differs)."""
+    try:
+        suite_lib.check_resumable(resume, plan)
+    except suite_lib.SuiteError as exc:
+        console.print(f"[red]error:[/] {exc}")
+        raise click.exceptions.Exit(ExitCode.INVALID_INPUT) from exc
+    done = suite_lib.finished(resume)
+    for left in suite_lib.unfinished(resume):
+        console.print(f"left as it was (the run stopped before its summary): {left}")
+    console.print(f"resuming {resume}: {len(done)} of {len(plan.runs)} runs done")
+    return done
+
+
 @click.command()
 @click.argument("suite_or_file")
 @inventory_option
@@ -251,28 +276,13 @@ def run(ctx: click.Context, suite_or_file: str, inventory_path: Path, quick: boo
     scenarios = [scenario for _, scenario in points]
     conns = _connections(inv, scenarios)
     if any(s.client.producer_library == "java" for s in scenarios):
-        console.print(f"installing the Java producer ({java_load.describe()})")
-        try:
-            java_load.ensure_installed(playbook_runner(ctx), inventory_path, force=True)
-        except java_load.JavaClientError as exc:
-            console.print(f"[red]error:[/] {exc}")
-            raise click.exceptions.Exit(ExitCode.PLAYBOOK_FAILED) from exc
+        _install_java_producer(ctx, inventory_path)
     todo = [(point, scenario, trial) for point, scenario in points for trial in range(1, scenario.trials + 1)]
     plan = records.SuitePlan(suite=suite_or_file, inventory=str(inventory_path), quick=quick, seed=seed, trials=trials,
                              ledger=not no_ledger, runs=[records.PlannedRun(number=n, scenario=sc.name, trial=trial,
                                                                             trials=sc.trials)
                                                          for n, (_, sc, trial) in enumerate(todo, 1)])
-    done: dict[tuple[str, int], records.RunSummary] = {}
-    if resume is not None:
-        try:
-            suite_lib.check_resumable(resume, plan)
-        except suite_lib.SuiteError as exc:
-            console.print(f"[red]error:[/] {exc}")
-            raise click.exceptions.Exit(ExitCode.INVALID_INPUT) from exc
-        done = suite_lib.finished(resume)
-        for left in suite_lib.unfinished(resume):
-            console.print(f"left as it was (the run stopped before its summary): {left}")
-        console.print(f"resuming {resume}: {len(done)} of {len(todo)} runs done")
+    done = _resumed(resume, plan) if resume is not None else {}
     skipped = [r for r in runs if not r.scenario]
     for r in skipped:
         console.print(f"skipping sweep point {r.point}: {r.skipped}" if r.point else f"skipping {r.skipped}")
