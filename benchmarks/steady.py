@@ -156,8 +156,16 @@ def settled(windows: list[Window]) -> bool:
     return max(p99s) <= P99_SPREAD * statistics.median(p99s) and not climbing
 
 
+# How long the warm-up may take before the run is invalid. Measured over 81 warm-ups of the seed
+# labs here (make bench, 2026-11-28): median 16 s, p90 53 s, slowest settled 99 s (after a
+# ZooKeeper restart); a lab right after another one restarted a broker (cloudurable-failover
+# after atu-lab: its JIT-cold broker acks ~150 of 500 msg/s at first) took up to 75 s, and twice,
+# with other work on the machine, was still catching up its backlog at 120 s, settling seconds later.
+WARMUP_MAX_S = 180.0
+
+
 def warm_produce_path(conn: Connection, topic: str, producer_config: dict[str, Any], rate: float | None,
-                      keys: int = 0, min_s: float = 3.0, max_s: float = 120.0, window_s: float = 1.0) -> Warmup:
+                      keys: int = 0, min_s: float = 3.0, max_s: float = WARMUP_MAX_S, window_s: float = 1.0) -> Warmup:
     """Produce untagged messages to `topic` with the run's producer settings and keys at the
     run's rate (2,000/s for an unthrottled run) until the path has `settled` or `max_s` has passed."""
     from confluent_kafka import Producer
