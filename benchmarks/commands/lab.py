@@ -9,18 +9,19 @@ import click
 
 from benchmarks import inventory as inventory_lib
 from benchmarks import lab as lab_lib
+from benchmarks import lab_spec
 from benchmarks.console import console
 from benchmarks.exit_codes import ExitCode
 
 lab_inventory_option = click.option(
-    "--inventory", "-i", "inventory_path", type=click.Path(path_type=Path), default=lab_lib.DEFAULT_INVENTORY,
+    "--inventory", "-i", "inventory_path", type=click.Path(path_type=Path), default=lab_spec.DEFAULT_INVENTORY,
     show_default=True, help="Lab inventory: one namespace host per inventory host, at its ansible_host.")
 
 
 def load_lab_or_exit(inventory_path: Path) -> lab_lib.Lab:
     try:
-        return lab_lib.Lab(lab_lib.load_spec(inventory_path))
-    except (lab_lib.LabError, inventory_lib.InventoryError) as exc:
+        return lab_lib.Lab(lab_spec.load_spec(inventory_path))
+    except (lab_spec.LabError, inventory_lib.InventoryError) as exc:
         console.print(f"[red]error:[/] {exc}")
         raise click.exceptions.Exit(ExitCode.INVALID_INPUT) from exc
 
@@ -49,7 +50,7 @@ def up(inventory_path: Path) -> None:
     console.print(f"lab bridge {spec.bridge}: clients {spec.gateway}, management {spec.management}")
     try:
         states = the_lab.up(on_host=lambda host, what: console.print(f"  {host.name} ({host.address}): {what}"))
-    except lab_lib.LabError as exc:
+    except lab_spec.LabError as exc:
         console.print(f"[red]error:[/] {exc}")
         raise click.exceptions.Exit(ExitCode.FAILURE) from exc
     _print_states(states)
@@ -91,7 +92,7 @@ def ssh(inventory_path: Path, host: str, command: tuple[str, ...]) -> None:
     the_lab = load_lab_or_exit(inventory_path)
     try:
         the_lab.spec.host(host)
-    except lab_lib.LabError as exc:
+    except lab_spec.LabError as exc:
         console.print(f"[red]error:[/] {exc}")
         raise click.exceptions.Exit(ExitCode.INVALID_INPUT) from exc
     config = the_lab.spec.state_dir / "ssh_config"

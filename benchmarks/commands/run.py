@@ -16,8 +16,7 @@ from rich.table import Table
 from benchmarks import cluster as cluster_lib
 from benchmarks import connection as connection_lib
 from benchmarks import inventory as inventory_lib
-from benchmarks import java_load, paths, records
-from benchmarks import lab as lab_lib
+from benchmarks import java_load, lab_spec, paths, records
 from benchmarks import runner as runner_lib
 from benchmarks import scenario as scenario_lib
 from benchmarks import suite as suite_lib
@@ -160,7 +159,7 @@ def _read_runs(suite_or_file: str, inv: inventory_lib.ClusterInventory, inventor
             broker_ids=tuple(b.broker_id for b in inv.brokers), hosts=len({b.host for b in inv.brokers}),
             metadata_mode=inv.metadata_mode, controller_ids=tuple(c.node_id for c in inv.controllers),
             migration_controllers=len(inv.migration_controllers), kafka_version=inv.kafka_version,
-            no_netem="" if inv.given else lab_lib.netem_missing(inventory_path),
+            no_netem="" if inv.given else lab_spec.netem_missing(inventory_path),
             no_data_disk=tuple(b.name for b in inv.brokers if not b.data_disk), client_profiles=inv.client_profiles(),
             no_hosts="this run names only --bootstrap" if inv.given else "", not_deployed=_not_deployed(inv))
         files = scenario_files(suite_or_file)

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from benchmarks import inventory as inventory_lib
 from benchmarks import lab as lab_lib
+from benchmarks import lab_spec
 from benchmarks.ansible import AnsibleRunner
 from tests.conftest import assert_ok
 
@@ -18,7 +19,7 @@ from tests.conftest import assert_ok
 @contextlib.contextmanager
 def built_lab(inventory: Path) -> Iterator[lab_lib.Lab]:
     """The lab of `inventory`, up (an earlier one torn down first), torn down on the way out."""
-    the_lab = lab_lib.Lab(lab_lib.load_spec(inventory))
+    the_lab = lab_lib.Lab(lab_spec.load_spec(inventory))
     assert the_lab.down() == [], "an earlier lab could not be torn down"
     try:
         started = time.monotonic()

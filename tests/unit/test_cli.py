@@ -215,11 +215,11 @@ def test_network_delay_is_refused_on_the_lab_when_this_kernel_has_no_netem(tmp_p
     """The lab's hosts share this machine's kernel: without sch_netem the scenario is refused
     before anything runs, naming why and what the lab can do instead; on real hosts (any other
     inventory) the fault's playbook checks the hosts' own kernels."""
-    from benchmarks import lab as lab_lib
+    from benchmarks import lab_spec
     from benchmarks import scenario as sc
     from tests.conftest import ROOT
 
-    monkeypatch.setattr(lab_lib, "kernel_netem_missing", lambda: "this machine's kernel has none")
+    monkeypatch.setattr(lab_spec, "kernel_netem_missing", lambda: "this machine's kernel has none")
     slow = tmp_path / "slow.yml"
     slow.write_text("scenario: {name: slow, faults: [{kind: network-delay, at_s: 1, delay_ms: 100, "
                     "target: {broker: 1}}]}\n")

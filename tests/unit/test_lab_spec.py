@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from benchmarks import inventory as inventory_lib
-from benchmarks import lab
+from benchmarks import lab, lab_spec
 from tests.conftest import ROOT
 
 GROUP_VARS = {
@@ -30,13 +30,13 @@ def write_inventory(tmp_path, hosts, **overrides):
 
 
 def error(tmp_path, hosts, **overrides) -> str:
-    with pytest.raises(lab.LabError) as info:
-        lab.load_spec(write_inventory(tmp_path, hosts, **overrides))
+    with pytest.raises(lab_spec.LabError) as info:
+        lab_spec.load_spec(write_inventory(tmp_path, hosts, **overrides))
     return str(info.value)
 
 
 def test_the_lab_inventory_describes_three_hosts_on_their_own_subnet():
-    spec = lab.load_spec(ROOT / "inventories" / "lab")
+    spec = lab_spec.load_spec(ROOT / "inventories" / "lab")
     assert [(h.name, h.address, h.netns, h.veth) for h in spec.hosts] == [
         ("lab1", "10.213.0.11", "kb-lab1", "kbv-lab1"), ("lab2", "10.213.0.12", "kb-lab2", "kbv-lab2"),
         ("lab3", "10.213.0.13", "kb-lab3", "kbv-lab3")]
@@ -50,11 +50,11 @@ def test_the_lab_inventory_describes_three_hosts_on_their_own_subnet():
 
 def test_the_kraft_lab_runs_a_controller_and_a_broker_on_each_of_its_hosts():
     """Inventory hosts sharing an address are processes of one lab host (kafka_bench_lab_host)."""
-    spec = lab.load_spec(ROOT / "inventories" / "lab-kraft")
+    spec = lab_spec.load_spec(ROOT / "inventories" / "lab-kraft")
     assert [(h.name, h.address) for h in spec.hosts] == [
         ("kraft1", "10.213.1.11"), ("kraft2", "10.213.1.12"), ("kraft3", "10.213.1.13")]
     assert (spec.bridge, spec.state_dir) == ("kblab1", ROOT / ".state" / "lab-kraft")
-    assert not {h.address for h in spec.hosts} & {h.address for h in lab.load_spec(ROOT / "inventories" / "lab").hosts}
+    assert not {h.address for h in spec.hosts} & {h.address for h in lab_spec.load_spec(ROOT / "inventories" / "lab").hosts}
     inv = inventory_lib.load(ROOT / "inventories" / "lab-kraft")
     assert [(b.broker_id, b.name, b.bootstrap) for b in inv.brokers] == [
         (0, "kraft1", "10.213.1.11:9092"), (1, "kraft2", "10.213.1.12:9092"), (2, "kraft3", "10.213.1.13:9092")]
@@ -63,7 +63,7 @@ def test_the_kraft_lab_runs_a_controller_and_a_broker_on_each_of_its_hosts():
 
 
 def test_every_lab_has_its_own_subnet_bridge_and_state_so_they_can_be_up_together():
-    specs = [lab.load_spec(ROOT / "inventories" / name) for name in ("lab", "lab-kraft", "lab-migration", "lab-upgrade")]
+    specs = [lab_spec.load_spec(ROOT / "inventories" / name) for name in ("lab", "lab-kraft", "lab-migration", "lab-upgrade")]
     assert len({s.bridge for s in specs}) == len({s.state_dir for s in specs}) == len({s.network for s in specs}) == 4
     addresses = [h.address for s in specs for h in s.hosts]
     assert len(addresses) == len(set(addresses)) == 12
@@ -72,7 +72,7 @@ def test_every_lab_has_its_own_subnet_bridge_and_state_so_they_can_be_up_togethe
 def test_the_operations_labs_have_the_shapes_their_procedures_need():
     """lab-migration: ZooKeeper, 3.9 brokers and dedicated controllers waiting for the migration on
     each host; lab-upgrade: 3.9 in KRaft mode with dedicated controllers, what upgrade.yml takes to 4.x."""
-    spec = lab.load_spec(ROOT / "inventories" / "lab-migration")
+    spec = lab_spec.load_spec(ROOT / "inventories" / "lab-migration")
     assert [(h.name, h.address) for h in spec.hosts] == [("mig1", "10.213.2.11"), ("mig2", "10.213.2.12"),
                                                          ("mig3", "10.213.2.13")]
     migrating = inventory_lib.load(ROOT / "inventories" / "lab-migration")
@@ -91,11 +91,11 @@ def test_processes_of_one_lab_host_must_name_it(tmp_path):
     hosts = yaml.safe_load((inventory / "hosts.yml").read_text())
     hosts["all"]["children"]["kafka"]["hosts"]["lab1-ctl"]["kafka_bench_lab_host"] = "lab1"
     (inventory / "hosts.yml").write_text(yaml.safe_dump(hosts))
-    assert [(h.name, h.address) for h in lab.load_spec(inventory).hosts] == [("lab1", "10.213.0.11")]
+    assert [(h.name, h.address) for h in lab_spec.load_spec(inventory).hosts] == [("lab1", "10.213.0.11")]
     hosts["all"]["children"]["kafka"]["hosts"]["lab1-ctl"] = {"ansible_host": "10.213.0.12", "kafka_bench_lab_host": "lab1"}
     (inventory / "hosts.yml").write_text(yaml.safe_dump(hosts))
-    with pytest.raises(lab.LabError, match="host lab1-ctl: lab host lab1 already has another address"):
-        lab.load_spec(inventory)
+    with pytest.raises(lab_spec.LabError, match="host lab1-ctl: lab host lab1 already has another address"):
+        lab_spec.load_spec(inventory)
 
 
 @pytest.mark.parametrize("hosts, overrides, expected", [
@@ -128,8 +128,8 @@ def test_bad_lab_inventories_are_refused_with_the_file_and_field(tmp_path, hosts
 
 
 def test_an_inventory_that_is_not_a_lab_is_refused(tmp_path):
-    with pytest.raises(lab.LabError, match="not a lab inventory; missing kafka_bench_lab_network"):
-        lab.load_spec(ROOT / "inventories" / "local")
+    with pytest.raises(lab_spec.LabError, match="not a lab inventory; missing kafka_bench_lab_network"):
+        lab_spec.load_spec(ROOT / "inventories" / "local")
 
 
 class FakeCommands:
@@ -158,7 +158,7 @@ class FakeCommands:
 
 
 def test_teardown_removes_only_what_the_lab_made_and_reports_clean(tmp_path):
-    spec = lab.load_spec(write_inventory(tmp_path, {"lab1": "10.213.0.11", "lab2": "10.213.0.12"},
+    spec = lab_spec.load_spec(write_inventory(tmp_path, {"lab1": "10.213.0.11", "lab2": "10.213.0.12"},
                                          kafka_bench_lab_state_dir=str(tmp_path / "state")))
     fake = FakeCommands()
     fake.links = {"kblab0", "kbv-lab1", "eth0", "kbv-other"}
