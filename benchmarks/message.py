@@ -12,6 +12,10 @@ layout it writes is not this one.
 from __future__ import annotations
 
 import struct
+import time
+from typing import Any
+
+from benchmarks import ledger
 
 # The header: run tag (8 bytes), producer (u32), sequence (u64), send time (ns since the epoch, i64).
 HEADER_FORMAT = ">8sIQq"
@@ -39,6 +43,13 @@ def key_of(producer: int, seq: int, keys: int) -> int:
 def key_bytes(key: int) -> bytes | None:
     """The key as sent: None for -1 (no key)."""
     return None if key < 0 else b"%s%d" % (KEY_PREFIX.encode(), key)
+
+
+def record_consumed(out: ledger.LedgerWriter, run_id: str, group: str, consumer: str, msg: Any) -> None:
+    """One consumed message of the run (a librdkafka Message), decoded from its header, into the
+    consume ledger as read by `consumer` of `group` now."""
+    _, producer, seq, sent = HEADER.unpack_from(msg.value())
+    out.append(run_id, group, consumer, producer, seq, msg.partition(), msg.offset(), sent, time.time_ns())
 
 
 def java_settings() -> dict[str, str | int]:

@@ -33,6 +33,7 @@ from benchmarks import (
     effective,
     faults,
     features,
+    final_read,
     host_probe,
     java_load,
     ledger,
@@ -425,9 +426,9 @@ def _read_back(run: Run) -> None:
             wait_until(drained, DRAIN_S, interval_s=0.5, what="the consumer groups to read every acked message")
     run.show("final read")
     run.events.write(records.FinalReadStart())
-    ends = load.final_read(run.conn, run.topic, run.run_id, run.run_dir / "ledger" / "consume", retrier=run.retrier)
+    ends = final_read.read(run.conn, run.topic, run.run_id, run.run_dir / "ledger" / "consume", retrier=run.retrier)
     if run.scenario.client.transactions:  # and what a read_committed consumer gets of it
-        load.final_read(run.conn, run.topic, run.run_id, run.run_dir / "ledger" / "consume",
+        final_read.read(run.conn, run.topic, run.run_id, run.run_dir / "ledger" / "consume",
                         group=FINAL_READ_COMMITTED, retrier=run.retrier)
     run.events.write(records.FinalReadEnd(end_offsets=ends))
     run.checked = True

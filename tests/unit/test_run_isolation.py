@@ -22,7 +22,8 @@ from typing import Any
 import pytest
 from confluent_kafka import KafkaError, KafkaException
 
-from benchmarks import cluster, load, records, retry
+from benchmarks import cluster, records, retry
+from benchmarks import final_read as final_read_lib
 from benchmarks import inventory as inventory_lib
 from benchmarks import runner as runner_lib
 from benchmarks import scenario as sc
@@ -125,7 +126,7 @@ def doubles(monkeypatch):
         monkeypatch.setattr(runner_lib, "_prepare", one_call)
         monkeypatch.setattr(runner_lib, "_warm_up", one_call)
         monkeypatch.setattr(runner_lib, "_drive", drive)
-        monkeypatch.setattr(load, "final_read", final_read)
+        monkeypatch.setattr(final_read_lib, "read", final_read)
         return kafka, playbooks
 
     return install
