@@ -18,7 +18,6 @@ import dataclasses
 import json
 import random
 import time
-import traceback
 import uuid
 from collections.abc import Callable
 from pathlib import Path
@@ -27,7 +26,6 @@ from typing import Any
 import yaml
 
 from benchmarks import (
-    checker,
     clocks,
     cluster,
     effective,
@@ -40,6 +38,7 @@ from benchmarks import (
     load,
     records,
     retry,
+    run_summary,
     schedule,
     ssh,
     steady,
@@ -52,6 +51,7 @@ from benchmarks.connection import Connection
 from benchmarks.fault_spec import FaultSpec
 from benchmarks.fault_targets import Situation
 from benchmarks.inventory import ClusterInventory
+from benchmarks.run_state import Run, Snapshot
 from benchmarks.scenario import Scenario, hostless_errors
 from benchmarks.timeline import EventLog, TimelineSampler
 from benchmarks.wait import WaitTimeout, wait_until
@@ -79,24 +79,6 @@ HEAL_GRACE_S = 30.0
 CALL_RETRY_S = 60.0
 
 
-@dataclasses.dataclass
-class Snapshot:
-    """What the progress display shows, twice a second."""
-
-    run_id: str
-    phase: str
-    elapsed_s: float
-    total_s: float
-    sent: int
-    acked: int
-    failed: int
-    indeterminate: int
-    consumed: dict[str, int]
-    active_faults: list[str]
-    procedures: list[str] = dataclasses.field(default_factory=list)  # running, with the play each is in
-    injections: schedule.Tally | None = None  # the run's fault injections so far (None: it has none)
-
-
 def scaled(scenario: Scenario, quick: bool) -> tuple[float, float, float]:
     """(warm-up, duration, factor for fault times) of the run."""
     w = scenario.workload
@@ -104,81 +86,6 @@ def scaled(scenario: Scenario, quick: bool) -> tuple[float, float, float]:
         return w.warmup_s, w.duration_s, 1.0
     factor = QUICK_SECONDS / w.duration_s
     return min(w.warmup_s, 1.0), QUICK_SECONDS, factor
-
-
-def _checked(run_dir: Path) -> tuple[checker.Verdict, dict[str, int]]:
-    """The checker's verdict on the run's ledgers, and what each consumer group read."""
-    return checker.check_run(ledger.read(run_dir / "ledger" / "produce", ledger.PRODUCE_SCHEMA),
-                             ledger.read(run_dir / "ledger" / "consume", ledger.CONSUME_SCHEMA))
-
-
-@dataclasses.dataclass
-class Run:
-    """One run under way: what its phases share."""
-
-    scenario: Scenario
-    inventory: ClusterInventory
-    inventory_path: Path
-    runner: PlaybookRunner
-    run_id: str
-    run_dir: Path
-    topic: str
-    events: EventLog
-    rng: random.Random
-    warmup_s: float
-    duration_s: float
-    factor: float  # fault times are scaled by it (--quick)
-    progress: Callable[[Snapshot], None] | None
-    workers: LoadProcesses
-    conn: Connection  # how the run's clients reach the cluster (secrets inside: never written out)
-    steps: schedule.Controller | None = None
-    journal: faults.Journal = dataclasses.field(default_factory=faults.Journal)
-    invalid: list[str] = dataclasses.field(default_factory=list)
-    start_ns: int = 0
-    warm_p50_ms: float | None = None
-    eligible_leader_replicas: bool | None = None  # as the brokers reported it before the load
-    offsets: dict[str, clocks.Offset] = dataclasses.field(default_factory=dict)  # host clocks against ours
-    trial: int = 1
-    sweep: tuple[str, dict[str, Any]] | None = None  # (the scenario swept, this run's point)
-    broker_cpu_s: float | None = None  # CPU the brokers spent during the load (/proc here, or over SSH)
-    retrier: retry.Retrier = dataclasses.field(default_factory=retry.Retrier)  # its calls to Kafka
-    step: str = "start"  # the step under way, as a failure names it
-    failed: list[str] = dataclasses.field(default_factory=list)  # the steps that raised, in order
-    checked: bool = False  # the final read reached the end offsets: the ledgers can be checked
-
-    def stage(self, step: str, body: Callable[[Run], Any]) -> bool:
-        """`body(self)` as the step named; an exception fails the run (not the suite): False."""
-        self.step = step
-        try:
-            body(self)
-        except Exception as exc:
-            self.fail(exc)
-            return False
-        return True
-
-    def fail(self, exc: Exception) -> None:
-        """The run is invalid: the step and the error named in its reasons and a run-failed event,
-        the traceback appended to error.txt in its directory."""
-        error = f"{type(exc).__name__}: {exc}".strip()
-        self.failed.append(self.step)
-        self.invalid.append(f"{self.step} failed: {error}")
-        with open(self.run_dir / "error.txt", "a", encoding="utf-8") as handle:
-            handle.write(f"--- {self.step}\n{traceback.format_exc()}\n")
-        self.events.write(records.RunFailed(step=self.step, error=error))
-
-    @property
-    def fault_log(self) -> list[records.AppliedFault]:
-        """The faults the schedule applied (none before the load)."""
-        return self.steps.fault_log if self.steps else []
-
-    def show(self, phase: str, elapsed: float = 0.0) -> None:
-        if self.progress:
-            end = self.workers.end_ns
-            total_s = max(self.warmup_s + self.duration_s, (end - self.start_ns) / 1e9 if end else 0.0)
-            self.progress(Snapshot(self.run_id, phase, elapsed, total_s, *self.workers.totals(), self.workers.consumed(),
-                                   self.steps.active_names() if self.steps else [],
-                                   self.steps.procedure_plays() if self.steps else [],
-                                   self.steps.tally() if self.steps and self.steps.injections else None))
 
 
 def execute(scenario: Scenario, inventory: ClusterInventory, inventory_path: Path, runner: PlaybookRunner,
@@ -239,7 +146,7 @@ def execute(scenario: Scenario, inventory: ClusterInventory, inventory_path: Pat
         if timelines:
             run.stage("stop the timeline", lambda run: timelines[0].stop())
     run.stage("collect", _collect)
-    return _summarize(run)
+    return run_summary.summarize(run)
 
 
 def _prepare(run: Run) -> None:
@@ -451,53 +358,6 @@ def _collect(run: Run) -> None:
     run.events.write(records.LedgerCompacted(parts=merged.parts, files=merged.files, bytes_before=merged.bytes_before,
                                              bytes_after=merged.bytes_after, took_s=round(time.monotonic() - started, 3),
                                              problems=merged.problems))
-
-
-def _unchecked(sent: int, acked: int, failed: int, indeterminate: int) -> checker.Verdict:
-    """What a run that never reached the end of its final read can say: the load's own counts;
-    what became of its acknowledged writes is not known (summary.checked is False)."""
-    return checker.Verdict(sent, acked, failed, indeterminate, lost=0, unseen=0, duplicates=0, reordered=0,
-                           failed_delivered=0, indeterminate_delivered=0, unledgered=0, final_read=0, missing_ids=[])
-
-
-def _summarize(run: Run) -> records.RunSummary:
-    """Counts from the ledgers (from the load's counters when the run could not be checked);
-    summary.json, written whatever failed before."""
-    s, w, run_dir = run.scenario, run.scenario.workload, run.run_dir
-    sent, acked_live, failed, indeterminate = run.workers.totals()
-    verdict, consumed = _unchecked(sent, acked_live, failed, indeterminate), run.workers.consumed()
-    if run.checked:
-        checked: list[tuple[checker.Verdict, dict[str, int]]] = []
-        run.checked = run.stage("check", lambda run: checked.append(_checked(run_dir)))
-        verdict, consumed = checked[0] if checked else (verdict, consumed)
-    start_ns, end_ns = run.start_ns, run.workers.end_ns
-    summary = records.RunSummary(
-        run_id=run.run_id, scenario=s.name, description=s.description, run_dir=str(run_dir), topic=run.topic,
-        metadata_mode=run.inventory.metadata_mode, kafka_version=run.inventory.kafka_version,
-        eligible_leader_replicas=run.eligible_leader_replicas, security=run.conn.security,
-        acks=s.client.acks, replication_factor=w.replication_factor, min_insync_replicas=w.min_insync_replicas,
-        unclean_leader_election=w.unclean_leader_election, partitions=w.partitions, message_size=w.message_size,
-        fault=s.fault_label, fault_schedule=[records.ScheduledFault(**f.schedule_entry()) for f in s.faults],
-        load_start_ns=start_ns, measured_from_ns=start_ns + int(run.warmup_s * 1e9), load_end_ns=end_ns,
-        warm_p50_ms=run.warm_p50_ms if w.rate else None,  # an unthrottled load queues by design
-        sent=verdict.sent, acked=verdict.acked, failed=verdict.failed, indeterminate=verdict.indeterminate,
-        acked_lost=verdict.acked_lost, acked_lost_ids=verdict.missing_ids, lost=verdict.lost, unseen=verdict.unseen,
-        duplicates=verdict.duplicates, final_read=verdict.final_read, consumed=consumed,
-        throughput_msgs_s=verdict.acked / ((end_ns - start_ns) / 1e9) if end_ns > start_ns > 0 else 0.0,
-        faults=run.fault_log, valid=not run.invalid, invalid_reasons=run.invalid,
-        checked=run.checked, failed_steps=run.failed,
-        live_counters=records.LiveCounters(sent=sent, acked=acked_live, failed=failed, indeterminate=indeterminate),
-        trial=run.trial, trials=s.trials, expect_loss=s.expect_loss, broker_cpu_s=run.broker_cpu_s,
-        sweep_of=run.sweep[0] if run.sweep else None,
-        sweep_point=[records.SweepValue(path=path, value=json.dumps(value)) for path, value in
-                     (run.sweep[1] if run.sweep else {}).items()],
-        transactions=records.TransactionProfile(
-            messages=s.client.transactions.messages, abort_ratio=s.client.transactions.abort_ratio,
-            timeout_ms=s.client.transactions.timeout_ms,
-            client=effective.producer_client(s)) if s.client.transactions else None,
-    )
-    (run_dir / "summary.json").write_text(summary.model_dump_json(indent=2))
-    return summary
 
 
 def _recovery_problems(inventory: ClusterInventory) -> list[str]:

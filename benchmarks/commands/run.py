@@ -24,11 +24,12 @@ from benchmarks.commands.cluster import inventory_option, load_inventory_or_exit
 from benchmarks.commands.report import analyse_and_report
 from benchmarks.console import console, stdout
 from benchmarks.exit_codes import ExitCode
+from benchmarks.run_state import Snapshot
 
 RESULTS = paths.PROJECT_ROOT / "benchmarks" / "results"
 
 
-def _progress_line(snap: runner_lib.Snapshot, label: str) -> str:
+def _progress_line(snap: Snapshot, label: str) -> str:
     done = min(1.0, snap.elapsed_s / snap.total_s) if snap.total_s else 0.0
     bar = "█" * int(done * 20) + "░" * (20 - int(done * 20))
     rate = snap.acked / snap.elapsed_s if snap.elapsed_s > 0 else 0.0
@@ -296,7 +297,7 @@ def run(ctx: click.Context, suite_or_file: str, inventory_path: Path, quick: boo
                                                                  if scenario.trials > 1 else "")
             shown = ProgressLines(console.is_terminal, live.update, console.print)
 
-            def show(snap: runner_lib.Snapshot, label: str = label, shown: ProgressLines = shown) -> None:
+            def show(snap: Snapshot, label: str = label, shown: ProgressLines = shown) -> None:
                 shown(_progress_line(snap, label), snap.phase)
 
             trial_seed = None if seed is None else seed + trial - 1  # each trial its own random targets

@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 from confluent_kafka import KafkaError, KafkaException
 
-from benchmarks import cluster, records, retry
+from benchmarks import cluster, records, retry, run_state
 from benchmarks import final_read as final_read_lib
 from benchmarks import inventory as inventory_lib
 from benchmarks import runner as runner_lib
@@ -110,10 +110,10 @@ def doubles(monkeypatch):
         kafka = KafkaDouble(step, kafka_error)
         playbooks = PlaybookDouble(step, playbook_answer)
 
-        def one_call(run: runner_lib.Run) -> None:
+        def one_call(run: run_state.Run) -> None:
             run.retrier.call(run.step, f"a call of {run.step}", lambda: kafka.call(run.step), runner_lib.CALL_RETRY_S)
 
-        def drive(run: runner_lib.Run) -> None:
+        def drive(run: run_state.Run) -> None:
             run.start_ns = time.time_ns()  # the load started: its writes are read back whatever follows
             one_call(run)
 

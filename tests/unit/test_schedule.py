@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from pydantic import TypeAdapter
 
-from benchmarks import faults, inventory, runner, schedule
+from benchmarks import faults, inventory, run_state, runner, schedule
 from benchmarks.ansible import PlaybookResult, ProgressEvent, TaskFailure
 from benchmarks.cluster import BrokerState, ClusterStatus, PartitionState
 from benchmarks.connection import Connection
@@ -257,11 +257,11 @@ def test_ctrl_c_mid_fault_heals_it(tmp_path, monkeypatch):
                                         "faults": [{"kind": "broker-stop", "at_s": 0, "target": {"broker": 2}}]})
     playbooks = RecordingRunner()
     journal = faults.Journal(tmp_path / "journal.jsonl")
-    run: runner.Run
+    run: run_state.Run
     load = InterruptedLoad(lambda: run.steps)
-    run = runner.Run(scenario, INV, Path(LOCAL_INVENTORY), playbooks, "r1", tmp_path, "t", Events(),  # type: ignore[arg-type]
-                     random.Random(1), 0.0, 30.0, 1.0, None, load, Connection.plaintext("127.0.0.1:9092"),
-                     journal=journal)
+    run = run_state.Run(scenario, INV, Path(LOCAL_INVENTORY), playbooks, "r1", tmp_path, "t", Events(),  # type: ignore[arg-type]
+                        random.Random(1), 0.0, 30.0, 1.0, None, load, Connection.plaintext("127.0.0.1:9092"),
+                        journal=journal)
     with pytest.raises(KeyboardInterrupt):
         try:
             runner._drive(run)
