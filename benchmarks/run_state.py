@@ -13,9 +13,9 @@ from typing import Any
 from benchmarks import clocks, faults, records, retry, schedule
 from benchmarks.ansible import PlaybookRunner
 from benchmarks.connection import Connection
+from benchmarks.event_log import EventLog
 from benchmarks.inventory import ClusterInventory
 from benchmarks.scenario import Scenario
-from benchmarks.timeline import EventLog
 from benchmarks.workers import LoadProcesses
 
 

@@ -48,12 +48,13 @@ from benchmarks import (
 from benchmarks.ansible import AnsibleRunner, PlaybookRunner
 from benchmarks.codes import FINAL_READ_COMMITTED
 from benchmarks.connection import Connection
+from benchmarks.event_log import EventLog
 from benchmarks.fault_spec import FaultSpec
 from benchmarks.fault_targets import Situation
 from benchmarks.inventory import ClusterInventory
 from benchmarks.run_state import Run, Snapshot
 from benchmarks.scenario import Scenario, hostless_errors
-from benchmarks.timeline import EventLog, TimelineSampler
+from benchmarks.timeline import TimelineSampler
 from benchmarks.wait import WaitTimeout, wait_until
 from benchmarks.workers import LoadProcesses
 

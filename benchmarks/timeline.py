@@ -15,54 +15,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import pyarrow as pa
-
-from benchmarks import ledger, records
+from benchmarks import ledger
 from benchmarks.codes import CLIENT_NAME_PREFIX
 from benchmarks.connection import Connection, silent_logger
+from benchmarks.timeline_schema import QUORUM_SCHEMA, TIMELINE_SCHEMA
 
 if TYPE_CHECKING:
     from benchmarks.cluster import KRaftProbe, KRaftState
-
-TIMELINE_SCHEMA = pa.schema([
-    ("run_id", pa.string()),
-    ("t_ns", pa.int64()),
-    ("controller", pa.int32()),       # null when no broker answered
-    ("brokers_alive", pa.string()),   # comma-separated broker ids registered
-    ("partition", pa.int32()),
-    ("leader", pa.int32()),           # null: no leader
-    ("replicas", pa.string()),
-    ("isr", pa.string()),
-    ("error", pa.string()),           # why the sample is empty, if it is
-])
-#: Columns of KRaft clusters (null in ZooKeeper mode, and absent from runs of older versions).
-TIMELINE_KRAFT_FIELDS = [
-    pa.field("controller_epoch", pa.int32()),  # the quorum leader's epoch; null: no leader
-    pa.field("fenced", pa.string()),           # comma-separated broker ids registered but fenced
-    pa.field("elr", pa.string()),              # the partition's Eligible Leader Replicas; null: ELR off
-    pa.field("last_known_elr", pa.string()),
-]
-#: The partition's high watermark (ListOffsets latest, read uncommitted): the offset below which
-#: consumers may read. Null when its leader did not answer in time; absent from runs of older versions.
-TIMELINE_HW_FIELDS = [pa.field("high_watermark", pa.int64())]
-#: The partition's last stable offset (ListOffsets latest, read committed): what read_committed
-#: consumers may read; below the high watermark while a transaction is open. Sampled in
-#: transactional runs only (null otherwise, and absent from runs of older versions).
-TIMELINE_TXN_FIELDS = [pa.field("last_stable_offset", pa.int64())]
-TIMELINE_SCHEMA = pa.schema(list(TIMELINE_SCHEMA) + TIMELINE_KRAFT_FIELDS + TIMELINE_HW_FIELDS + TIMELINE_TXN_FIELDS)
-
-#: One row per controller per sample (KRaft): where the quorum stands.
-QUORUM_SCHEMA = pa.schema([
-    ("run_id", pa.string()),
-    ("t_ns", pa.int64()),
-    ("leader", pa.int32()),           # null: no leader, the quorum did not answer
-    ("epoch", pa.int32()),
-    ("high_watermark", pa.int64()),
-    ("node", pa.int32()),             # null with the error when nothing answered
-    ("voter", pa.bool_()),
-    ("lag", pa.int64()),              # metadata records behind the high watermark
-    ("error", pa.string()),
-])
 
 
 def _ids(ids: Any) -> str | None:
@@ -243,25 +202,3 @@ class TimelineSampler(threading.Thread):
         self.join(10)
         if self.kraft:
             self.kraft.close()
-
-
-class EventLog:
-    """events.jsonl of a run: one typed event (`benchmarks.records`) per line, flushed at once,
-    each stamped with the time it was written and its run."""
-
-    def __init__(self, path: Path, run_id: str = "", clock: Callable[[], int] = time.time_ns) -> None:
-        self.path = Path(path)
-        self.run_id = run_id
-        self.clock = clock
-        self._lock = threading.Lock()
-
-    def write(self, event: records.Event) -> records.Event:
-        stamped = event.model_copy(update={"t_ns": self.clock(), "run_id": self.run_id})
-        with self._lock, open(self.path, "a", encoding="utf-8") as handle:
-            handle.write(stamped.model_dump_json() + "\n")
-        return stamped
-
-    def read(self) -> list[records.AnyEvent]:
-        if not self.path.exists():
-            return []
-        return [records.EVENT.validate_json(line) for line in self.path.read_text().splitlines() if line.strip()]

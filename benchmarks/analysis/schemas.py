@@ -13,7 +13,7 @@ from pydantic import BaseModel
 from pyspark.sql import DataFrame
 from pyspark.sql import types as T
 
-from benchmarks import ledger, records, timeline
+from benchmarks import ledger, records, timeline_schema
 from benchmarks.analysis.contract import SchemaError
 
 _ARROW_TO_SPARK = {
@@ -30,9 +30,9 @@ PRODUCE = from_arrow(ledger.PRODUCE_SCHEMA)
 CONSUME = from_arrow(ledger.CONSUME_SCHEMA)
 # The timeline's columns the analysis reads. Those of KRaft clusters and the high watermark are
 # absent from runs of older versions: the input edge adds them as nulls (`TIMELINE_NEWER`).
-TIMELINE = from_arrow(timeline.TIMELINE_SCHEMA)
-TIMELINE_NEWER = tuple(f.name for f in timeline.TIMELINE_KRAFT_FIELDS + timeline.TIMELINE_HW_FIELDS
-                       + timeline.TIMELINE_TXN_FIELDS)
+TIMELINE = from_arrow(timeline_schema.TIMELINE_SCHEMA)
+TIMELINE_NEWER = tuple(f.name for f in timeline_schema.TIMELINE_KRAFT_FIELDS + timeline_schema.TIMELINE_HW_FIELDS
+                       + timeline_schema.TIMELINE_TXN_FIELDS)
 # Consumer-group members' assignment changes (ledger/group; absent from runs of older versions).
 GROUP = from_arrow(ledger.GROUP_SCHEMA)
 # A transactional run's transactions (ledger/txn); no such file in other runs.

@@ -17,7 +17,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from benchmarks import ledger, timeline
+from benchmarks import ledger, timeline_schema
 
 RUN_ID = "synthetic"
 T0 = 1_800_000_000_000_000_000
@@ -121,8 +121,8 @@ def generate(directory: Path, messages: int, seed: int = 1) -> Path:
                 leader, isr = 2, "2,0"
             samples.append((RUN_ID, t, 0, "0,1,2", p, leader, "1,2,0", isr, None))
     _write_parts(run_dir / "timeline", "timeline",
-                 pa.Table.from_pylist([dict(zip(timeline.TIMELINE_SCHEMA.names, s)) for s in samples],
-                                      schema=timeline.TIMELINE_SCHEMA))
+                 pa.Table.from_pylist([dict(zip(timeline_schema.TIMELINE_SCHEMA.names, s)) for s in samples],
+                                      schema=timeline_schema.TIMELINE_SCHEMA))
     warmup_ns = int(duration_ns * 0.05)
     (run_dir / "summary.json").write_text(json.dumps({
         "run_id": RUN_ID, "scenario": f"synthetic-{n}", "description": "synthetic ledger for the analysis benchmark",

@@ -23,7 +23,7 @@ from benchmarks import runner as runner_lib
 from benchmarks import scenario as sc
 from benchmarks.exit_codes import ExitCode
 from benchmarks.report import outputs
-from benchmarks.timeline import QUORUM_SCHEMA, TIMELINE_SCHEMA
+from benchmarks.timeline_schema import QUORUM_SCHEMA, TIMELINE_SCHEMA
 from tests.conftest import (
     KRAFT_INVENTORY,
     ROOT,

@@ -22,7 +22,7 @@ from benchmarks import cluster, java_load, ledger, records
 from benchmarks import runner as runner_lib
 from benchmarks import scenario as sc
 from benchmarks.report import outputs
-from benchmarks.timeline import TIMELINE_SCHEMA
+from benchmarks.timeline_schema import TIMELINE_SCHEMA
 from tests.conftest import KAFKA_BENCH, LOCAL_INVENTORY, ROOT, run_cli, service_pids, wait_for
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]

@@ -24,7 +24,7 @@ from benchmarks import inventory as inventory_lib
 from benchmarks import runner as runner_lib
 from benchmarks import scenario as sc
 from benchmarks import ssh as ssh_lib
-from benchmarks.timeline import TIMELINE_SCHEMA
+from benchmarks.timeline_schema import TIMELINE_SCHEMA
 from tests.conftest import ROOT, assert_ok, wait_for
 from tests.lab.helpers import built_lab, deployed, ssh, ssh_run
 

@@ -15,7 +15,7 @@ import pytest
 from benchmarks import cluster, ledger
 from benchmarks import runner as runner_lib
 from benchmarks import scenario as sc
-from benchmarks.timeline import QUORUM_SCHEMA, TIMELINE_SCHEMA
+from benchmarks.timeline_schema import QUORUM_SCHEMA, TIMELINE_SCHEMA
 from tests.conftest import ROOT, assert_ok, wait_for
 from tests.lab.helpers import built_lab, deployed, ssh
 

@@ -8,7 +8,7 @@ import pydantic
 import pytest
 
 from benchmarks import records
-from benchmarks.timeline import EventLog
+from benchmarks.event_log import EventLog
 
 
 def test_events_are_stamped_written_and_read_back_typed(tmp_path):
