@@ -32,11 +32,11 @@ def terminal_table(report: outputs.Report) -> Table:
     style = {"bad": "red", "warn": "yellow", "good": "green"}
     for run in report.data.runs:
         s = run.summary
-        p99 = "-" if s["latency_p99_ms"] is None else f"{s['latency_p99_ms']:,.1f}"
-        table.add_row(s["scenario"], s["acks"], str(s["replication_factor"]), str(s["min_insync_replicas"]), s["fault"],
-                      f"{s['sent']:,}", f"{s['acked']:,}", f"[red]{s['lost']:,}[/]" if s["lost"] else _count(s["lost"]),
-                      _count(s["unseen"]), _count(s["duplicates"]), f"{s['throughput_msgs_s']:,.0f}", p99,
-                      f"{s['unavailable_s']:.1f}", f"[{style[run.severity]}]{run.verdict}[/]")
+        p99 = "-" if s.latency_p99_ms is None else f"{s.latency_p99_ms:,.1f}"
+        table.add_row(s.scenario, s.acks, str(s.replication_factor), str(s.min_insync_replicas), s.fault,
+                      f"{s.sent:,}", f"{s.acked:,}", f"[red]{s.lost:,}[/]" if s.lost else _count(s.lost),
+                      _count(s.unseen), _count(s.duplicates), f"{s.throughput_msgs_s or 0:,.0f}", p99,
+                      f"{s.unavailable_s or 0:.1f}", f"[{style[run.severity]}]{run.verdict}[/]")
     return table
 
 

@@ -10,13 +10,14 @@ from pyspark.sql import functions as F
 
 from benchmarks import records
 from benchmarks.analysis.metrics import Analysis
+from benchmarks.analysis.run_row import RunRow
 
 LOST_IDS_SHOWN = 50
 
 
 @dataclasses.dataclass
 class RunReport:
-    summary: dict[str, Any]
+    summary: RunRow
     bounds: dict[str, Any]
     phases: list[dict[str, Any]]
     end_to_end: list[dict[str, Any]]
@@ -80,7 +81,7 @@ def collect(analysis: Analysis, events_rows: list[dict[str, Any]], source: str) 
     for row in summary:
         rid = row["run_id"]
         runs.append(RunReport(
-            summary=row, bounds=bounds[rid],
+            summary=RunRow.of(row), bounds=bounds[rid],
             phases=grouped["phases"].get(rid, []), end_to_end=grouped["end_to_end"].get(rid, []),
             per_second=sorted(grouped["per_second"].get(rid, []), key=lambda r: r["second"]),
             errors=sorted(grouped["errors"].get(rid, []), key=lambda r: -r["messages"]),

@@ -16,6 +16,7 @@ import jinja2
 from markupsafe import Markup
 
 from benchmarks import records
+from benchmarks.analysis.run_row import RunRow
 from benchmarks.report import svg
 from benchmarks.report.collect import LOST_IDS_SHOWN, ReportData, RunReport
 
@@ -37,10 +38,11 @@ def _num(value: Any, digits: int = 0) -> str:
     return f"{value:,.{digits}f}"
 
 
-def _settings(s: dict[str, Any]) -> str:
-    return (f"acks={s['acks']}, RF {s['replication_factor']}, min ISR {s['min_insync_replicas']}"
-            + (", unclean election" if s["unclean_leader_election"] else "")
-            + ("" if s.get("eligible_leader_replicas") is None else f", ELR {'on' if s['eligible_leader_replicas'] else 'off'}"))
+def _settings(acks: str, replication_factor: int, min_insync_replicas: int, unclean_leader_election: bool,
+              eligible_leader_replicas: bool | None = None) -> str:
+    return (f"acks={acks}, RF {replication_factor}, min ISR {min_insync_replicas}"
+            + (", unclean election" if unclean_leader_election else "")
+            + ("" if eligible_leader_replicas is None else f", ELR {'on' if eligible_leader_replicas else 'off'}"))
 
 
 COMPARISON = ("scenario", "acks", "RF", "min ISR", "unclean", "ELR", "fault", "sent", "acked", "failed", "unconf.", "lost",
@@ -50,29 +52,24 @@ COMPARISON = ("scenario", "acks", "RF", "min ISR", "unclean", "ELR", "fault", "s
 LEADER_FROM = {"isr": "the ISR", "elr": "the ELR", "unclean": "unclean election"}
 
 
-def figures(s: dict[str, Any]) -> list[tuple[str, Any]]:
+def figures(s: RunRow) -> list[tuple[str, Any]]:
     """A run's row of the comparison table: (column, cell)."""
-    cells = [_run_name(s), s["acks"], s["replication_factor"],
-             s["min_insync_replicas"], _num(s["unclean_leader_election"]), _num(s.get("eligible_leader_replicas")),
-             Markup('<span class="small">{}</span>').format(s["fault"]),
-             _num(s["sent"]), _num(s["acked"]), _num(s["failed"]), _num(s["indeterminate"]),
-             Markup("<b>{}</b>").format(_num(s["lost"])), _num(s["unseen"]), _num(s["duplicates"]), _num(s["reordered"]),
-             _num(s["throughput_msgs_s"]), _num(s["latency_p50_ms"], 1), _num(s["latency_p99_ms"], 1),
-             _num(s["latency_p999_ms"], 1), _num(s["unavailable_s"], 1)]
+    cells = [_run_name(s), s.acks, s.replication_factor,
+             s.min_insync_replicas, _num(s.unclean_leader_election), _num(s.eligible_leader_replicas),
+             Markup('<span class="small">{}</span>').format(s.fault),
+             _num(s.sent), _num(s.acked), _num(s.failed), _num(s.indeterminate),
+             Markup("<b>{}</b>").format(_num(s.lost)), _num(s.unseen), _num(s.duplicates), _num(s.reordered),
+             _num(s.throughput_msgs_s), _num(s.latency_p50_ms, 1), _num(s.latency_p99_ms, 1),
+             _num(s.latency_p999_ms, 1), _num(s.unavailable_s, 1)]
     return list(zip(COMPARISON, cells))
 
 
-def _gone(s: dict[str, Any]) -> int:
-    """Acknowledged writes lost or unseen (0 for a run that could not be checked: its row says so)."""
-    return (s["lost"] or 0) + (s["unseen"] or 0)
-
-
 def loss_bars(data: ReportData) -> str:
-    items = [(r.summary["scenario"], [("lost", r.summary["lost"]), ("unseen", r.summary["unseen"]),
-                                      ("duplicates", r.summary["duplicates"]),
-                                      ("unconfirmed but written",
-                                       r.summary["indeterminate_delivered"] + r.summary["failed_delivered"])])
-             for r in data.runs if r.summary["checked"]]
+    items = [(r.summary.scenario, [("lost", r.summary.lost or 0), ("unseen", r.summary.unseen or 0),
+                                   ("duplicates", r.summary.duplicates or 0),
+                                   ("unconfirmed but written",
+                                    (r.summary.indeterminate_delivered or 0) + (r.summary.failed_delivered or 0))])
+             for r in data.runs if r.summary.checked]
     return svg.bars(items, "acknowledged messages lost or unseen, duplicates, refused writes that landed anyway")
 
 
@@ -94,7 +91,7 @@ def _fault_windows(run: RunReport, origin: int) -> list[tuple[float, float, str]
 
 
 def _leader_lanes(run: RunReport, origin: int, shade: list[tuple[float, float, str]], x_range: tuple[float, float]) -> str:
-    min_isr = run.summary["min_insync_replicas"]
+    min_isr = run.summary.min_insync_replicas
     leaders = sorted({seg["leader"] for seg in run.segments if seg["leader"] is not None})
     fill = {b: svg.color(i) for i, b in enumerate(leaders)}
     rows: dict[int, list[tuple[float, float, str, str]]] = {}
@@ -140,8 +137,10 @@ def run_context(run: RunReport) -> dict[str, Any]:
     order = {"warmup": 0, "steady": 1, "fault": 2, "recovery": 3, "measured": 4}
     e2e = {r["phase"]: r for r in run.end_to_end}
     return {
-        "run_id": s["run_id"], "scenario": s["scenario"], "description": s["description"] or "", "settings": _settings(s),
-        "fault": s["fault"], "severity": run.severity, "verdict": run.verdict, "figures": figures(s),
+        "run_id": s.run_id, "scenario": s.scenario, "description": s.description or "",
+        "settings": _settings(s.acks, s.replication_factor, s.min_insync_replicas, s.unclean_leader_election,
+                              s.eligible_leader_replicas),
+        "fault": s.fault, "severity": run.severity, "verdict": run.verdict, "figures": figures(s),
         "throughput_chart": Markup(throughput), "latency_chart": Markup(latency),
         "lanes": Markup(_leader_lanes(run, origin, shade, x_range)) if run.segments else None,
         "faults": [[f["kind"], f["reason"] or "", _num(_s(f["injected_ns"], origin), 1), _num(f["late_s"], 1), f["partition"],
@@ -165,7 +164,7 @@ def run_context(run: RunReport) -> dict[str, Any]:
                    _num(st["latency_p99_ms"], 1), _num(st["steady_p99_ms"], 1), _num(st["unavailable_s"], 2),
                    _num(st["unavailable_partitions"]), _num(st["leader_changes"])] for st in run.steps],
         "lost": [[m["status"], m["producer"], m["seq"], m["partition"], m["offset"]] for m in run.lost],
-        "more_lost": _gone(s) - len(run.lost), "acked": s["acked"],
+        "more_lost": s.gone - len(run.lost), "acked": s.acked,
     }
 
 
@@ -187,7 +186,8 @@ def trials_rows(data: ReportData) -> list[dict[str, Any]]:
         f = t.figures
         where = " · ".join(str(x) for x in (f["metadata_mode"], f["kafka_version"]) if x)
         rows.append({"severity": t.severity, "verdict": t.verdict, "cells": [
-            f["scenario"] + (f" ({where})" if where else ""), _settings({**f, "eligible_leader_replicas": None}),
+            f["scenario"] + (f" ({where})" if where else ""),
+            _settings(f["acks"], f["replication_factor"], f["min_insync_replicas"], f["unclean_leader_election"]),
             f["fault"], _num(f["trials"]) + (f" (+{f['trials_invalid']} invalid)" if f["trials_invalid"] else ""),
             _num(f["trials_with_loss"]),
             "–" if f["loss_ci_low"] is None else f"{f['loss_ci_low']:.1%} – {f['loss_ci_high']:.1%}",
@@ -196,15 +196,15 @@ def trials_rows(data: ReportData) -> list[dict[str, Any]]:
     return rows
 
 
-def _run_name(s: dict[str, Any]) -> Markup:
-    name = s["scenario"] + (f" trial {s['trial']}" if (s.get("trials") or 0) > 1 else "")
-    return Markup('<a href="#{}">{}</a>').format(s["run_id"], name)
+def _run_name(s: RunRow) -> Markup:
+    name = s.scenario + (f" trial {s.trial}" if (s.trials or 0) > 1 else "")
+    return Markup('<a href="#{}">{}</a>').format(s.run_id, name)
 
 
 def extra_tables(data: ReportData) -> list[dict[str, Any]]:
     """Exactly-once, consumer-group and security-cost figures, for the runs that have them (none: no table)."""
     tables: list[dict[str, Any]] = []
-    txn = [r.summary for r in data.runs if r.summary.get("txn_committed") is not None]
+    txn = [r.summary for r in data.runs if r.summary.txn_committed is not None]
     if txn:
         tables.append({"title": "Exactly-once", "headers": (
             "run", "client", "committed", "aborted", "unconfirmed", "lost commits", "aborted reads", "torn",
@@ -213,12 +213,12 @@ def extra_tables(data: ReportData) -> list[dict[str, Any]]:
                      "Lost commit: a committed transaction with a message missing; aborted read: an aborted one a "
                      "reader saw; torn: read in part; LSO stall: the longest the last stable offset stood still below "
                      "the high watermark (a hanging transaction holding read_committed consumers back).",
-            "rows": [(_run_name(s), s["txn_client"] or "–", _num(s["txn_committed"]), _num(s["txn_aborted"]),
-                      _num(s["txn_unknown"]), _num(s["lost_commits"]), _num(s["aborted_reads"]), _num(s["torn"]),
-                      _num(s["duplicates"]), _num(s["lso_stall_s"], 1)) for s in txn]})
+            "rows": [(_run_name(s), s.txn_client or "–", _num(s.txn_committed), _num(s.txn_aborted),
+                      _num(s.txn_unknown), _num(s.lost_commits), _num(s.aborted_reads), _num(s.torn),
+                      _num(s.duplicates), _num(s.lso_stall_s, 1)) for s in txn]})
     groups = {(g["run_id"], g["group"]): g for g in data.tables.get("consumer-groups", [])}
     if groups:
-        by_run = {r.summary["run_id"]: r.summary for r in data.runs}
+        by_run = {r.summary.run_id: r.summary for r in data.runs}
         lag: dict[tuple[str, str], tuple[int, float]] = {}
         for row in data.tables.get("consumer-lag", []):
             key, was = (row["run_id"], row["group"]), lag.get((row["run_id"], row["group"]), (0, 0.0))
@@ -258,7 +258,7 @@ def _ratio(value: float | None) -> str:
     return "–" if value is None else f"{value:.2f}×"
 
 
-def _group_row(s: dict[str, Any], g: dict[str, Any], lag: tuple[int, float], moves: list[dict[str, Any]]) -> tuple:
+def _group_row(s: RunRow, g: dict[str, Any], lag: tuple[int, float], moves: list[dict[str, Any]]) -> tuple:
     return (_run_name(s), g["group"], _num(g["read"]), _num(lag[0]), _num(lag[1], 1), _num(len(moves)),
             _num(max((m["duration_s"] for m in moves), default=None), 1), _num(sum(m["partitions_paused"] for m in moves)),
             _num(sum(m["partitions_moved"] for m in moves)), _num(g["skipped"]), _num(g["out_of_order"]),
@@ -267,9 +267,9 @@ def _group_row(s: dict[str, Any], g: dict[str, Any], lag: tuple[int, float], mov
 
 def page(data: ReportData) -> str:
     generated = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    lost = sum(_gone(r.summary) for r in data.runs)
-    controls = sum(_gone(r.summary) for r in data.runs if r.summary["expect_loss"])
-    unchecked = sum(not r.summary["checked"] for r in data.runs)
+    lost = sum(r.summary.gone for r in data.runs)
+    controls = sum(r.summary.gone for r in data.runs if r.summary.expect_loss)
+    unchecked = sum(not r.summary.checked for r in data.runs)
     headline = (f"{len(data.runs)} run(s); {lost - controls:,} acknowledged message(s) lost or missing in all"
                 + (f" (and {controls:,} by negative controls, built to lose them)" if controls else "")
                 + ("" if lost - controls else " — no run lost an acknowledged write but the negative controls"

@@ -46,7 +46,7 @@ def local_directory(root: str) -> Path | None:
 
 def summary_rows(data: ReportData) -> list[dict]:
     """One flat row per run (lists as "; "-separated text, so CSV and Parquet hold the same)."""
-    rows = [{**{c: r.summary[c] for c in metrics.RUN_COLUMNS}, "verdict": r.verdict} for r in data.runs]
+    rows = [{**r.summary.to_dict(), "verdict": r.verdict} for r in data.runs]
     for row in rows:
         row["invalid_reasons"] = "; ".join(row["invalid_reasons"] or [])
         row["fault_schedule"] = json.dumps(row["fault_schedule"] or [])

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from benchmarks.analysis.run_row import RunRow
 from benchmarks.codes import BLIND_SHARE
 
 SETTINGS = (("acks", "acks={}"), ("replication_factor", "RF {}"), ("min_insync_replicas", "min ISR {}"),
@@ -18,9 +19,10 @@ THROUGHPUT_MARGIN = 0.05  # less than 5% apart is the same throughput on a noisy
 LATENCY_MARGIN = 1.25
 
 
-def describe_difference(row: dict[str, Any], baseline: dict[str, Any]) -> str:
-    parts = [fmt.format(_fmt(baseline.get(key))) for key, fmt in SETTINGS if row.get(key) != baseline.get(key)]
-    return ", ".join(parts) or baseline["scenario"]
+def describe_difference(row: RunRow, baseline: RunRow) -> str:
+    parts = [fmt.format(_fmt(getattr(baseline, key))) for key, fmt in SETTINGS
+             if getattr(row, key) != getattr(baseline, key)]
+    return ", ".join(parts) or baseline.scenario
 
 
 def _fmt(value: Any) -> str:
@@ -31,149 +33,151 @@ def _plural(n: int, word: str) -> str:
     return f"{n:,} {word}{'' if n == 1 else 's'}"
 
 
-def _against_warm(row: dict[str, Any]) -> str:
-    return "" if row.get("warm_p50_ms") is None else f" against {row['warm_p50_ms']:,.1f} ms on the warmed path"
+def _against_warm(row: RunRow) -> str:
+    return "" if row.warm_p50_ms is None else f" against {row.warm_p50_ms:,.1f} ms on the warmed path"
 
 
-def _loss_said(row: dict[str, Any], parts: list[str], severity: str) -> str:
+def _loss_said(row: RunRow, parts: list[str], severity: str) -> str:
     """What the final read found of the run's acknowledged writes, added to `parts`; the severity it leaves."""
-    if row.get("expect_loss"):  # a negative control: the loss it was built to cause shows the harness can see it
-        if not row["lost"] + row["unseen"]:
+    if row.expect_loss:  # a negative control: the loss it was built to cause shows the harness can see it
+        if not row.gone:
             parts.append("negative control LOST NOTHING: the harness may be blind to loss")
             severity = "bad"
         else:
             parts.append("negative control: lost acknowledged writes, as it must")
-    if row["lost"]:
-        parts.append(f"{_plural(row['lost'], 'acknowledged message')} LOST")
-        severity = "bad" if not row.get("expect_loss") else severity
-    elif not row["unseen"]:
+    if row.lost:
+        parts.append(f"{_plural(row.lost, 'acknowledged message')} LOST")
+        severity = "bad" if not row.expect_loss else severity
+    elif not row.unseen:
         parts.append("0 lost")
-    if row["unseen"]:
+    if row.unseen:
         # The final read went to the end offsets after healing: these are gone from the log too,
         # only nothing was written after them (the log was truncated below them).
-        parts.append(f"{_plural(row['unseen'], 'acknowledged message')} MISSING past the end of the log (unseen)")
-        severity = "bad" if not row.get("expect_loss") else severity
+        parts.append(f"{_plural(row.unseen, 'acknowledged message')} MISSING past the end of the log (unseen)")
+        severity = "bad" if not row.expect_loss else severity
     return severity
 
 
-def verdict(row: dict[str, Any], peers: list[dict[str, Any]]) -> tuple[str, str]:
+def verdict(row: RunRow, peers: list[RunRow]) -> tuple[str, str]:
     """(verdict, severity) of `row`; severity is bad (acknowledged writes lost or unseen), warn
     (writes refused or unconfirmed, invalid run) or good."""
     parts, severity = [], "good"
-    if not row["valid"]:
-        parts.append(f"INVALID run ({'; '.join(row['invalid_reasons'] or ['reason not recorded'])})")
+    if not row.valid:
+        parts.append(f"INVALID run ({'; '.join(row.invalid_reasons or ['reason not recorded'])})")
         severity = "warn"
-    if row["steady"] is False:  # None: too short to judge
-        parts.append(f"NOT STEADY before any fault (p99 {row['steady_p99_first_ms'] or 0:,.0f} ms in its first third, "
-                     f"{row['steady_p99_last_ms'] or 0:,.0f} ms in its last; p50 {row['steady_p50_ms'] or 0:,.1f} ms"
-                     f"{_against_warm(row)}; {row['steady_acked_share'] or 0:.1%} of its sends acknowledged)")
+    if row.steady is False:  # None: too short to judge
+        parts.append(f"NOT STEADY before any fault (p99 {row.steady_p99_first_ms or 0:,.0f} ms in its first third, "
+                     f"{row.steady_p99_last_ms or 0:,.0f} ms in its last; p50 {row.steady_p50_ms or 0:,.1f} ms"
+                     f"{_against_warm(row)}; {row.steady_acked_share or 0:.1%} of its sends acknowledged)")
         severity = "warn"
-    if row.get("checked") is False:  # it failed before its final read ended (None: a run of an older version)
+    if row.checked is False:  # it failed before its final read ended (None: a run of an older version)
         parts.append(f"NOT CHECKED: the run stopped before its final read ended, so what became of its "
-                     f"{_plural(row['acked'], 'acknowledged write')} is not known")
+                     f"{_plural(row.acked, 'acknowledged write')} is not known")
         severity = "warn" if severity == "good" else severity
     else:
         severity = _loss_said(row, parts, severity)
-    refused = row["failed"] + row["indeterminate"]
-    aborted = row.get("txn_failed_sends") or 0  # messages of transactions that did not commit: purged, as they should
+    refused = row.failed + row.indeterminate
+    aborted = row.txn_failed_sends or 0  # messages of transactions that did not commit: purged, as they should
     if refused:
-        written = (row["failed_delivered"] or 0) + (row["indeterminate_delivered"] or 0)  # None: not checked
-        said = [text for n, text in ((row["failed"], f"{_plural(row['failed'], 'send')} failed"),
-                                     (row["indeterminate"], f"{_plural(row['indeterminate'], 'send')} unconfirmed")) if n]
+        written = (row.failed_delivered or 0) + (row.indeterminate_delivered or 0)  # None: not checked
+        said = [text for n, text in ((row.failed, f"{_plural(row.failed, 'send')} failed"),
+                                     (row.indeterminate, f"{_plural(row.indeterminate, 'send')} unconfirmed")) if n]
         parts.append(" and ".join(said) + (f" ({written:,} of them written anyway)" if written else "")
                      + (f" ({aborted:,} of them in transactions that did not commit)" if aborted else ""))
         # What was behind them, where the client retried until it gave up: the brokers' answers,
         # and the client's own errors (librdkafka's names start with "_": timeouts, lost connections).
-        causes = sorted((row["causes"] or {}).items(), key=lambda kv: -kv[1])
+        causes = sorted((row.causes or {}).items(), key=lambda kv: -kv[1])
         for who, mine in (("the brokers answered", False), ("the client saw", True)):
             named = [f"{name} ({count:,})" for name, count in causes if name.startswith("_") is mine]
             if named:
                 parts.append(f"{who} {', '.join(named)}")
         # Refused writes are the point of a negative control's faults, not a warning of its own; nor
         # are the sends of a transaction that was aborted.
-        severity = "warn" if severity == "good" and not row.get("expect_loss") and refused > aborted else severity
-    if row["duplicates"]:
-        parts.append(_plural(row["duplicates"], "duplicate"))
-    if row.get("lag_max") is not None:
+        severity = "warn" if severity == "good" and not row.expect_loss and refused > aborted else severity
+    if row.duplicates:
+        parts.append(_plural(row.duplicates, "duplicate"))
+    if row.lag_max is not None:
         told, odd = consumers_said(row)
         parts.append(told)
         severity = "warn" if odd and severity == "good" else severity
-    if row.get("txn_committed") is not None:
+    if row.txn_committed is not None:
         told, broken = transactions_said(row)
         parts.append(told)
         severity = "bad" if broken else severity
-    same = [p for p in peers if p["fault"] == row["fault"] and p["run_id"] != row["run_id"]]
-    rate = row["throughput_msgs_s"] or 0.0
-    fastest = max(same, key=lambda p: p["throughput_msgs_s"] or 0.0, default=None)
-    if fastest and (fastest["throughput_msgs_s"] or 0.0) > 0 and rate < (1 - THROUGHPUT_MARGIN) * fastest["throughput_msgs_s"]:
-        less = 1 - rate / fastest["throughput_msgs_s"]
+    same = [p for p in peers if p.fault == row.fault and p.run_id != row.run_id]
+    rate = row.throughput_msgs_s or 0.0
+    fastest = max(same, key=lambda p: p.throughput_msgs_s or 0.0, default=None)
+    top = (fastest.throughput_msgs_s or 0.0) if fastest else 0.0
+    if fastest and top > 0 and rate < (1 - THROUGHPUT_MARGIN) * top:
+        less = 1 - rate / top
         parts.append(f"{less:.0%} less throughput than {describe_difference(row, fastest)}")
     else:
-        quickest = min((p for p in same if p["latency_p99_ms"] is not None), key=lambda p: p["latency_p99_ms"], default=None)
-        mine = row["latency_p99_ms"]
-        if quickest and mine is not None and (best := quickest["latency_p99_ms"]) > 0 and mine > LATENCY_MARGIN * best:
-            parts.append(f"p99 latency {mine / best:.1f}x that of "
-                         f"{describe_difference(row, quickest)} ({mine:,.0f} ms vs {best:,.0f} ms)")
-    if row["fault_schedule"]:
-        faults = [f"{f['kind']} ({f['target']})" if f["target"] else f["kind"] for f in row["fault_schedule"]]
+        quickest = min((p for p in same if p.latency_p99_ms is not None), key=lambda p: p.latency_p99_ms or 0.0,
+                       default=None)
+        p99 = row.latency_p99_ms
+        if quickest and p99 is not None and (best := quickest.latency_p99_ms or 0.0) > 0 and p99 > LATENCY_MARGIN * best:
+            parts.append(f"p99 latency {p99 / best:.1f}x that of "
+                         f"{describe_difference(row, quickest)} ({p99:,.0f} ms vs {best:,.0f} ms)")
+    if row.fault_schedule:
+        faults = [f"{f['kind']} ({f['target']})" if f["target"] else f["kind"] for f in row.fault_schedule]
         during = faults[0] if len(faults) == 1 else ", ".join(faults[:-1]) + " and " + faults[-1]
-        parts.append(f"{row['unavailable_in_fault_s']:.1f} s without acks on the worst partition during {during}")
-        if row["leaderless_s"]:
-            parts.append(f"partition {row['leaderless_partition']} had no leader ({row['leaderless_s']:.1f} s "
+        parts.append(f"{row.unavailable_in_fault_s:.1f} s without acks on the worst partition during {during}")
+        if row.leaderless_s:
+            parts.append(f"partition {row.leaderless_partition} had no leader ({row.leaderless_s:.1f} s "
                          "without acks while leaderless)")
-        if row["new_leader_s"] is not None:
-            origins = [ORIGIN.get(o, o) for o in (row.get("new_leader_from") or "").split(",") if o]
-            parts.append(f"new leader after {row['new_leader_s']:.1f} s" + (f" ({' and '.join(origins)})" if origins else ""))
+        if row.new_leader_s is not None:
+            origins = [ORIGIN.get(o, o) for o in (row.new_leader_from or "").split(",") if o]
+            parts.append(f"new leader after {row.new_leader_s:.1f} s" + (f" ({' and '.join(origins)})" if origins else ""))
         parts += _elr_explained(row)
     return "; ".join(parts), severity
 
 
-def consumers_said(row: dict[str, Any]) -> tuple[str, bool]:
+def consumers_said(row: RunRow) -> tuple[str, bool]:
     """The consumer groups in words (analysis/consumers.py), and whether one read wrong."""
-    said = f"consumers lagged up to {_plural(row['lag_max'], 'record')} ({row['lag_max_s'] or 0:.1f} s)"
-    if row.get("rebalances"):
-        said += (f", {_plural(row['rebalances'], 'rebalance')} under load (slowest {row['rebalance_max_s']:.1f} s, "
-                 f"{_plural(row['partitions_moved'], 'partition')} moved)")
-    wrong = [text for n, text in ((row.get("skipped"), f"{row.get('skipped'):,} SKIPPED"),
-                                  (row.get("out_of_order"), f"{row.get('out_of_order'):,} read OUT OF ORDER")) if n]
-    if row.get("group_duplicates"):
-        wrong.append(f"{row['group_duplicates']:,} read twice")
-    return said + ("; " + ", ".join(wrong) if wrong else ""), bool(row.get("skipped") or row.get("out_of_order"))
+    said = f"consumers lagged up to {_plural(row.lag_max or 0, 'record')} ({row.lag_max_s or 0:.1f} s)"
+    if row.rebalances:
+        said += (f", {_plural(row.rebalances, 'rebalance')} under load (slowest {row.rebalance_max_s or 0:.1f} s, "
+                 f"{_plural(row.partitions_moved or 0, 'partition')} moved)")
+    wrong = [text for n, text in ((row.skipped, f"{row.skipped:,} SKIPPED"),
+                                  (row.out_of_order, f"{row.out_of_order:,} read OUT OF ORDER")) if n]
+    if row.group_duplicates:
+        wrong.append(f"{row.group_duplicates:,} read twice")
+    return said + ("; " + ", ".join(wrong) if wrong else ""), bool(row.skipped or row.out_of_order)
 
 
-def transactions_said(row: dict[str, Any]) -> tuple[str, bool]:
+def transactions_said(row: RunRow) -> tuple[str, bool]:
     """Exactly-once in words (analysis/transactions.py), and whether it broke its promise."""
-    anomalies = [(row["lost_commits"], "committed transaction", "LOST (a message missing)"),
-                 (row["aborted_reads"], "aborted transaction", "READ by read_committed consumers"),
-                 (row["torn"], "transaction", "TORN (read in part)")]
+    anomalies = [(row.lost_commits, "committed transaction", "LOST (a message missing)"),
+                 (row.aborted_reads, "aborted transaction", "READ by read_committed consumers"),
+                 (row.torn, "transaction", "TORN (read in part)")]
     found = [f"{_plural(n, word)} {what}" for n, word, what in anomalies if n]
-    said = (f"exactly-once ({row.get('txn_client') or 'client unknown'}): {row['txn_committed']:,} transactions "
-            f"committed, {row['txn_aborted']:,} aborted, {row['txn_unknown']:,} unconfirmed; "
+    said = (f"exactly-once ({row.txn_client or 'client unknown'}): {row.txn_committed:,} transactions "
+            f"committed, {row.txn_aborted:,} aborted, {row.txn_unknown:,} unconfirmed; "
             + ("; ".join(found) if found else "no lost commit, aborted read or torn transaction"))
-    if row.get("lso_stall_s"):
-        said += f"; read_committed consumers held back up to {row['lso_stall_s']:.1f} s (last stable offset standing still)"
+    if row.lso_stall_s:
+        said += f"; read_committed consumers held back up to {row.lso_stall_s:.1f} s (last stable offset standing still)"
     return said, bool(found)
 
 
-def _elr_explained(row: dict[str, Any]) -> list[str]:
+def _elr_explained(row: RunRow) -> list[str]:
     """What Eligible Leader Replicas (KIP-966, KRaft) changed in this run, in plain words, from
     what the timeline measured: only where it mattered (the ISR went below min ISR, or a leader
     came from the ELR)."""
     said = []
-    elr, under, stall = row.get("eligible_leader_replicas"), row.get("under_min_isr_s") or 0.0, row.get("hw_stall_s") or 0.0
-    if "elr" in (row.get("new_leader_from") or "").split(","):
+    elr, under, stall = row.eligible_leader_replicas, row.under_min_isr_s or 0.0, row.hw_stall_s or 0.0
+    if "elr" in (row.new_leader_from or "").split(","):
         said.append("ELR made a replica that had left the ISR leader cleanly: it held every committed write, so the "
                     "partition neither stayed leaderless nor needed an unclean election")
-    if row.get("acked_invisible"):
-        said.append(f"{_plural(row['acked_invisible'], 'write')} acknowledged while the high watermark stood still "
-                    f"({stall:.1f} s with the ISR below min ISR {row['min_insync_replicas']}): no consumer could read "
+    if row.acked_invisible:
+        said.append(f"{_plural(row.acked_invisible, 'write')} acknowledged while the high watermark stood still "
+                    f"({stall:.1f} s with the ISR below min ISR {row.min_insync_replicas}): no consumer could read "
                     "them until the ISR grew back (the leader holds the high watermark while the ISR is below min ISR)")
     elif elr and under > 0:
-        said.append(f"the ISR stayed below min ISR {row['min_insync_replicas']} for {under:.1f} s with ELR on "
+        said.append(f"the ISR stayed below min ISR {row.min_insync_replicas} for {under:.1f} s with ELR on "
                     f"(the high watermark stood still {stall:.1f} s of it); the replicas that left the ISR stayed "
                     "eligible to lead")
-    elif elr is False and under > 0 and row["fault_schedule"]:
-        said.append(f"the ISR stayed below min ISR {row['min_insync_replicas']} for {under:.1f} s with ELR off: "
+    elif elr is False and under > 0 and row.fault_schedule:
+        said.append(f"the ISR stayed below min ISR {row.min_insync_replicas} for {under:.1f} s with ELR off: "
                     "replicas that left it could only come back as leaders through an unclean election")
     return said
 

@@ -7,6 +7,7 @@ import pytest
 from pyspark.testing import assertDataFrameEqual
 
 from benchmarks.analysis import consumers, schemas
+from benchmarks.analysis.run_row import RunRow
 from benchmarks.codes import FINAL_READ, FINAL_READ_COMMITTED
 from benchmarks.report.verdict import consumers_said
 
@@ -111,9 +112,10 @@ def test_skipped_out_of_order_and_twice_read_records_are_told_apart(spark):
 
 
 def test_the_verdict_says_how_far_behind_the_consumers_were_and_what_they_read_wrong():
-    row = {"lag_max": 1500, "lag_max_s": 3.25, "rebalances": 2, "rebalance_max_s": 4.5, "partitions_moved": 3,
-           "skipped": 0, "out_of_order": 0, "group_duplicates": 12}
+    figures = {"lag_max": 1500, "lag_max_s": 3.25, "rebalances": 2, "rebalance_max_s": 4.5, "partitions_moved": 3,
+               "skipped": 0, "out_of_order": 0, "group_duplicates": 12}
+    row = RunRow(run_id="r", scenario="s", **figures)
     assert consumers_said(row) == ("consumers lagged up to 1,500 records (3.2 s), 2 rebalances under load (slowest "
                                    "4.5 s, 3 partitions moved); 12 read twice", False)
-    said, odd = consumers_said(row | {"skipped": 4})
+    said, odd = consumers_said(RunRow(run_id="r", scenario="s", **figures | {"skipped": 4}))
     assert odd and "4 SKIPPED" in said

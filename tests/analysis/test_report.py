@@ -77,7 +77,7 @@ def test_summary_files(sweep):
 def test_a_single_run_directory_is_a_report_too(spark, sweep):
     root, _ = sweep
     report = outputs.build(str(root / "r1-hand-built"))
-    assert [r.summary["run_id"] for r in report.data.runs] == ["r1"]
+    assert [r.summary.run_id for r in report.data.runs] == ["r1"]
 
 
 def test_a_directory_without_runs_is_refused_before_anything_is_written(spark, tmp_path):
@@ -165,12 +165,12 @@ def test_a_failed_run_is_reported_invalid_and_unchecked_and_a_stopped_suite_name
     assert "incomplete suite: 1 planned run(s) never ended: [3/3] hand-built trial 3/3" in " ".join(result.output.split())
     report = outputs.build(str(tmp_path))
     assert report.data.missing == ["[3/3] hand-built trial 3/3"]
-    ran, stopped = sorted(report.data.runs, key=lambda r: r.summary["run_id"])
-    assert ran.summary["checked"] and ran.summary["lost"] == 1 and ran.summary["unseen"] == 1
-    assert not stopped.summary["checked"]
-    assert {c: stopped.summary[c] for c in ("lost", "unseen", "duplicates")} == dict.fromkeys(
+    ran, stopped = sorted(report.data.runs, key=lambda r: r.summary.run_id)
+    assert ran.summary.checked and ran.summary.lost == 1 and ran.summary.unseen == 1
+    assert not stopped.summary.checked
+    assert {c: getattr(stopped.summary, c) for c in ("lost", "unseen", "duplicates")} == dict.fromkeys(
         ("lost", "unseen", "duplicates"))
-    assert stopped.summary["acked"] == ran.summary["acked"]  # what the load itself counted stands
+    assert stopped.summary.acked == ran.summary.acked  # what the load itself counted stands
     assert stopped.verdict.startswith(f"INVALID run ({reason}); NOT CHECKED: the run stopped before its final read")
     assert "LOST" not in stopped.verdict and stopped.severity == "warn"
     page = report.html.read_text()

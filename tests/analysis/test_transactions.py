@@ -8,6 +8,7 @@ import pytest
 from pyspark.testing import assertDataFrameEqual
 
 from benchmarks.analysis import schemas, transactions
+from benchmarks.analysis.run_row import RunRow
 from benchmarks.codes import FINAL_READ, FINAL_READ_COMMITTED
 from benchmarks.report.verdict import transactions_said
 
@@ -96,7 +97,7 @@ def test_the_run_counts_and_the_verdict_name_every_anomaly(spark):
                                  "lost_commits long, aborted_reads long, torn long, lso_stall_s double, "
                                  "txn_failed_sends long")
     assertDataFrameEqual(got, want)
-    row = got.first().asDict() | {"txn_client": "librdkafka 2.12.1"}
+    row = RunRow.of(got.first().asDict() | {"scenario": "s", "txn_client": "librdkafka 2.12.1"})
     said, broken = transactions_said(row)
     assert broken
     assert "1 committed transaction LOST" in said and "1 aborted transaction READ" in said

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from benchmarks.analysis.run_row import RunRow
 from benchmarks.report.verdict import trials_verdict, verdict
 
 
@@ -18,7 +19,7 @@ def row(**over):
             "leaderless_partition": None, "valid": True,
             "steady": True, "steady_p99_first_ms": 9.0, "steady_p99_last_ms": 8.0, "steady_acked_share": 1.0,
             "steady_p50_ms": 5.0, "warm_p50_ms": 4.5, "causes": None, "invalid_reasons": []}
-    return {**base, **over}
+    return RunRow(**{**base, **over})
 
 
 def test_throughput_is_compared_with_the_fastest_run_of_the_same_fault():

@@ -10,13 +10,14 @@ from typing import Any
 from benchmarks import inventory
 from benchmarks import runner as runner_lib
 from benchmarks import scenario as scenario_lib
+from benchmarks.analysis.run_row import RunRow
 from benchmarks.ansible import AnsibleRunner
 from benchmarks.report import outputs
 
 
 @dataclasses.dataclass
 class ProcedureRun:
-    summary: dict[str, Any]      # the analysed run's summary row
+    summary: RunRow              # the analysed run's summary row
     steps: list[dict[str, Any]]  # per step of the procedure: play, duration, p99, unavailability, ...
     html: str                    # the report
 
@@ -35,15 +36,15 @@ def run_procedure_scenario(path: Path, inventory_path: Path, runner: AnsibleRunn
     report = outputs.build(str(out))
     [analysed] = report.data.runs
     s = analysed.summary
-    print(f"\n{run.scenario.name} under {run.scenario.workload.rate:.0f} msg/s acks=all: {s['sent']} sent, "
-          f"{s['acked']} acked, {s['failed']} failed, {s['indeterminate']} unconfirmed, {s['lost']} lost, "
-          f"{s['unseen']} unseen, {s['duplicates']} duplicates, worst unavailability {s['unavailable_s']:.2f} s, "
-          f"p99 {s['latency_p99_ms']:.1f} ms")
+    print(f"\n{run.scenario.name} under {run.scenario.workload.rate:.0f} msg/s acks=all: {s.sent} sent, "
+          f"{s.acked} acked, {s.failed} failed, {s.indeterminate} unconfirmed, {s.lost} lost, "
+          f"{s.unseen} unseen, {s.duplicates} duplicates, worst unavailability {s.unavailable_s:.2f} s, "
+          f"p99 {s.latency_p99_ms:.1f} ms")
     for step in analysed.steps:
         print(f"  {step['step']:>2} {step['duration_s']:6.1f} s  p99 {step['latency_p99_ms'] or 0:7.1f} ms "
               f"(steady {step['steady_p99_ms'] or 0:.1f})  without acks {step['unavailable_s']:.2f} s  "
               f"elections {step['leader_changes']}  failed {step['failed']}  {step['play']}"
               + (f" ({step['node']})" if step["node"] else ""))
-    assert s["lost"] == s["unseen"] == 0 and summary.acked_lost == 0
+    assert s.lost == s.unseen == 0 and summary.acked_lost == 0
     assert all(step["ok"] for step in analysed.steps)
     return ProcedureRun(s, list(analysed.steps), report.html.read_text())

@@ -166,8 +166,8 @@ def test_leader_kill_with_acks_all_loses_nothing_on_kraft(kraft, runner, results
     [fault] = summary.faults
     assert fault.kind == "broker-kill" and fault.target.startswith("leader of ")
     [run] = outputs.build(str(out)).data.runs
-    assert (run.summary["metadata_mode"], run.summary["kafka_version"]) == ("kraft", "4.3.1")
-    assert run.summary["lost"] == 0 and run.summary["new_leader_s"] is not None and run.summary["new_leader_s"] > 0
+    assert (run.summary.metadata_mode, run.summary.kafka_version) == ("kraft", "4.3.1")
+    assert run.summary.lost == 0 and run.summary.new_leader_s is not None and run.summary.new_leader_s > 0
 
 
 @pytest.mark.long
@@ -291,9 +291,9 @@ def test_negative_controls_still_lose_writes_with_elr_on(kraft, runner, tmp_path
            '"changed":true' in events
     assert summary.acked_lost > 0, f"{control} with ELR on lost nothing: the harness is blind"
     [run] = outputs.build(str(tmp_path)).data.runs
-    assert run.severity == "good" and run.summary["eligible_leader_replicas"] is True
+    assert run.severity == "good" and run.summary.eligible_leader_replicas is True
     assert "negative control: lost acknowledged writes, as it must" in run.verdict
-    assert run.summary["new_leader_from"] in origins, run.verdict
+    assert run.summary.new_leader_from in origins, run.verdict
     assert ("by an unclean election" in run.verdict) is (origins == {"unclean"}), run.verdict
     print(f"\n{control}, ELR on: {run.verdict}")
 

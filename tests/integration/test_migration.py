@@ -126,7 +126,7 @@ def test_a_rollback_before_finalization_returns_to_zookeeper_with_nothing_lost(z
 def test_the_migration_under_load_loses_no_acknowledged_write(zookeeper_cluster, runner, tmp_path, spark):
     """The suite's scenario: the runner migrates the cluster (again) as a procedure under its load."""
     result = run_procedure_scenario(SCENARIO, INVENTORY, runner, tmp_path)
-    assert result.summary["acked"] > 10_000
+    assert result.summary.acked > 10_000
     assert "Wait until the controllers copied the metadata from ZooKeeper" in result.plays
     assert "Take the active controller out of migration mode last" in result.plays
     assert (tmp_path / "procedure-steps.csv").exists()

@@ -111,13 +111,13 @@ def test_analysis_of_a_real_run_agrees_with_the_runner(leader_kill_run, spark):
     report = outputs.build(str(out))
     [run] = report.data.runs
     s = run.summary
-    assert {k: s[k] for k in ("sent", "acked", "failed", "indeterminate")} == summary.live_counters.model_dump()
-    assert s["lost"] + s["unseen"] == summary.acked_lost == 0
-    assert s["sent"] > 10_000 and s["throughput_msgs_s"] > 0 and s["latency_p99_ms"] > 0
+    assert {k: getattr(s, k) for k in ("sent", "acked", "failed", "indeterminate")} == summary.live_counters.model_dump()
+    assert s.lost + s.unseen == summary.acked_lost == 0
+    assert s.sent > 10_000 and s.throughput_msgs_s > 0 and s.latency_p99_ms > 0
     killed = [f for f in run.faults if f["leader_before"] == f["broker"]]
     assert killed and all(f["new_leader_s"] is not None and f["new_leader_s"] > 0 for f in killed)
-    assert s["new_leader_s"] == max(f["new_leader_s"] for f in killed)
-    assert s["unavailable_in_fault_s"] > 0 and any(u["during_fault"] for u in run.unavailability)
+    assert s.new_leader_s == max(f["new_leader_s"] for f in killed)
+    assert s.unavailable_in_fault_s > 0 and any(u["during_fault"] for u in run.unavailability)
     assert "0 lost" in run.verdict and "new leader after" in run.verdict
     assert report.html.exists() and "Who led what" in report.html.read_text()
 
@@ -129,7 +129,7 @@ def test_negative_control_acks_1_with_lagging_followers_loses_acked_writes(deplo
     assert summary.acked > 1000
     assert summary.acked_lost > 0, "acks=1 with lagging followers and a killed leader lost nothing: the harness is blind"
     [analysed] = outputs.build(str(tmp_path)).data.runs
-    assert analysed.summary["lost"] + analysed.summary["unseen"] == summary.acked_lost
+    assert analysed.summary.lost + analysed.summary.unseen == summary.acked_lost
     # Lost (a later offset was read) or unseen (the log was truncated below them and nothing
     # followed): either way acknowledged and gone, and the verdict says so: as a negative control
     # must, which shows the harness sees loss.
@@ -148,7 +148,7 @@ def test_negative_control_unclean_election_loses_acked_writes(deployed_cluster, 
     assert summary.valid, summary.invalid_reasons
     assert summary.acked_lost > 0, "unclean election after a long follower pause lost nothing: the harness is blind"
     [analysed] = outputs.build(str(tmp_path)).data.runs
-    assert analysed.summary["lost"] + analysed.summary["unseen"] == summary.acked_lost
+    assert analysed.summary.lost + analysed.summary.unseen == summary.acked_lost
     assert analysed.severity == "good" and "negative control: lost acknowledged writes, as it must" in analysed.verdict
 
 
@@ -166,8 +166,8 @@ def test_acks_1_below_min_isr_is_acknowledged_but_unreadable_until_the_isr_grows
     assert summary.acked_lost == 0
     [analysed] = outputs.build(str(tmp_path)).data.runs
     s = analysed.summary
-    assert s["under_min_isr_s"] > 5 and s["hw_stall_s"] > 5, s
-    assert s["acked_invisible"] > 2000, s  # about 1,000 acks a second while the follower was down
+    assert s.under_min_isr_s > 5 and s.hw_stall_s > 5, s
+    assert s.acked_invisible > 2000, s  # about 1,000 acks a second while the follower was down
     assert "acknowledged while the high watermark stood still" in analysed.verdict
 
 
@@ -214,9 +214,9 @@ def test_exactly_once_under_a_leader_kill_loses_no_commit_and_shows_no_aborted_w
     assert committed <= seen and not seen & aborted and len(committed) > 1000
     [analysed] = report.data.runs
     s = analysed.summary
-    assert (s["lost_commits"], s["aborted_reads"], s["torn"], s["lost"] + s["unseen"], s["duplicates"]) == (0, 0, 0, 0, 0)
-    assert s["txn_committed"] == sum(r["fate"] == "committed" for r in txns) > 20
-    assert s["txn_aborted"] == sum(r["fate"] == "aborted" for r in txns) > 0
+    assert (s.lost_commits, s.aborted_reads, s.torn, s.lost + s.unseen, s.duplicates) == (0, 0, 0, 0, 0)
+    assert s.txn_committed == sum(r["fate"] == "committed" for r in txns) > 20
+    assert s.txn_aborted == sum(r["fate"] == "aborted" for r in txns) > 0
     assert "no lost commit, aborted read or torn transaction" in analysed.verdict and analysed.severity != "bad"
     assert summary.transactions.client in analysed.verdict
 
@@ -246,8 +246,8 @@ def test_a_member_leaving_its_group_is_a_rebalance_that_moves_its_partitions_and
     s = analysed.summary
     moves = [r for r in report.data.tables["rebalances"] if r["group"] == "mygroup" and r["during_load"]]
     assert moves and sum(r["partitions_moved"] for r in moves) >= 4, moves  # the leaver held 4 or 5 of 13
-    assert all(r["duration_s"] >= 0 for r in moves) and s["rebalances"] >= 1
-    assert s["skipped"] == 0 and s["out_of_order"] == 0 and s["lag_max"] > 0 and s["lag_max_s"] > 0
+    assert all(r["duration_s"] >= 0 for r in moves) and s.rebalances >= 1
+    assert s.skipped == 0 and s.out_of_order == 0 and s.lag_max > 0 and s.lag_max_s > 0
     groups = {r["group"]: r for r in report.data.tables["consumer-groups"]}
     assert set(groups) == {"console-a", "console-b", "mygroup"}
     assert "consumers lagged up to" in analysed.verdict and (tmp_path / "rebalances.csv").exists()
@@ -284,7 +284,7 @@ def test_a_refused_write_is_recorded_with_the_brokers_error_behind_its_timeout(d
     causes = dict(zip(*pc.value_counts(refused.column("cause")).flatten()))
     assert {c.as_py() for c in causes} >= {"NOT_ENOUGH_REPLICAS"}, causes
     [analysed] = outputs.build(str(tmp_path)).data.runs
-    assert analysed.summary["causes"]["NOT_ENOUGH_REPLICAS"] > 0
+    assert analysed.summary.causes["NOT_ENOUGH_REPLICAS"] > 0
     assert "the brokers answered NOT_ENOUGH_REPLICAS" in analysed.verdict
     assert {(e["error"], e["cause"]) for e in analysed.errors} >= {("_MSG_TIMED_OUT", "NOT_ENOUGH_REPLICAS")}
 

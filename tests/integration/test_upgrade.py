@@ -53,7 +53,7 @@ def test_the_upgrade_under_load_ends_on_the_new_release_and_loses_nothing(kraft_
     assert [release(n) for n in NODES] == ["3.9.2"] * 3
     assert "FinalizedVersionLevel: 3.9-IV0" in features()
     result = run_procedure_scenario(SUITE / "02-upgrade.yml", INVENTORY, runner, tmp_path)
-    assert result.summary["acked"] > 10_000
+    assert result.summary.acked > 10_000
     # The controllers that follow, one at a time (a step each), then the active controller, then the features.
     steps = result.plays
     assert steps.count("Roll the KRaft controllers that follow, one at a time") == 2
@@ -83,7 +83,7 @@ def test_site_refuses_to_deploy_the_old_release_back(kraft_3_9, runner):
 
 def test_a_throttled_reassignment_under_load_moves_the_topic_off_broker_2(kraft_3_9, runner, tmp_path, spark):
     result = run_procedure_scenario(SUITE / "03-reassign-partitions.yml", INVENTORY, runner, tmp_path)
-    assert result.summary["acked"] > 10_000
+    assert result.summary.acked > 10_000
     admin = AdminClient({"bootstrap.servers": BOOTSTRAP})
     topic = next(t for name, t in admin.list_topics(timeout=30).topics.items() if name.startswith("kb-reassign-partitions"))
     assert len(topic.partitions) == 6
