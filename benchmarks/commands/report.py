@@ -61,8 +61,8 @@ def analyse_and_report(root: str, out: Path | None = None, master: str = "local[
     if report.data.missing:
         console.print(f"[yellow]incomplete suite:[/] {len(report.data.missing)} planned run(s) never ended: "
                       f"{', '.join(report.data.missing)}; finish it with: kafka-bench run SUITE --resume {root}")
-    for blind in (t for t in report.data.trials if t.figures["blind"]):
-        console.print(f"[red]HARNESS BLIND:[/] {blind.figures['scenario']}: {blind.verdict}")
+    for blind in (t for t in report.data.trials if t.figures.blind):
+        console.print(f"[red]HARNESS BLIND:[/] {blind.figures.scenario}: {blind.verdict}")
     return report
 
 
@@ -83,5 +83,5 @@ def report(run_or_sweep_dir: str, out: Path | None, master: str, conf_pairs: tup
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="--conf") from exc
     built = analyse_and_report(run_or_sweep_dir, out, master, conf, gap_threshold)
-    if any(t.figures["blind"] for t in built.data.trials):
+    if any(t.figures.blind for t in built.data.trials):
         raise click.exceptions.Exit(ExitCode.BLIND)

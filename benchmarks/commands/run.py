@@ -312,7 +312,7 @@ def run(ctx: click.Context, suite_or_file: str, inventory_path: Path, quick: boo
     (results / "last-run.json").write_text(json.dumps([s.to_dict() for s in summaries], indent=2))
     if summaries and not no_report and not no_ledger:
         report = analyse_and_report(str(sweep_dir))
-        if any(t.figures["blind"] for t in report.data.trials):
+        if any(t.figures.blind for t in report.data.trials):
             raise click.exceptions.Exit(ExitCode.BLIND)
     if any(not s.valid for s in summaries):
         raise click.exceptions.Exit(ExitCode.INVALID_RUNS)

@@ -10,7 +10,7 @@ from pyspark.sql import functions as F
 
 from benchmarks import records
 from benchmarks.analysis.metrics import Analysis
-from benchmarks.analysis.run_row import RunRow
+from benchmarks.analysis.rows import RunRow, TrialsRow
 
 LOST_IDS_SHOWN = 50
 
@@ -38,7 +38,7 @@ class RunReport:
 class TrialsReport:
     """A configuration's trials summed up (analysis/trials.py), and their verdict."""
 
-    figures: dict[str, Any]
+    figures: TrialsRow
     verdict: str = ""
     severity: str = "good"
 
@@ -102,4 +102,4 @@ def collect(analysis: Analysis, events_rows: list[dict[str, Any]], source: str) 
         "security-cost": _rows(analysis.security_cost),
     }
     return ReportData(source=source, runs=runs, lost_all=lost_all, steps_all=steps_all,
-                      trials=[TrialsReport(row) for row in _rows(analysis.trials)], tables=tables)
+                      trials=[TrialsReport(TrialsRow.of(row)) for row in _rows(analysis.trials)], tables=tables)

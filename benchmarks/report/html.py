@@ -16,7 +16,7 @@ import jinja2
 from markupsafe import Markup
 
 from benchmarks import records
-from benchmarks.analysis.run_row import RunRow
+from benchmarks.analysis.rows import RunRow, TrialsRow
 from benchmarks.report import svg
 from benchmarks.report.collect import LOST_IDS_SHOWN, ReportData, RunReport
 
@@ -172,27 +172,27 @@ TRIALS = ("configuration", "settings", "fault", "trials", "lost in", "95% interv
           "no-ack s (median / p90 / max)", "new leader s (median / p90 / max)", "faults")
 
 
-def _three(t: dict[str, Any], name: str) -> str:
-    return " / ".join(_num(t[f"{name}_{which}_s"], 1) for which in ("median", "p90", "max"))
+def _three(t: TrialsRow, name: str) -> str:
+    return " / ".join(_num(getattr(t, f"{name}_{which}_s"), 1) for which in ("median", "p90", "max"))
 
 
 def trials_rows(data: ReportData) -> list[dict[str, Any]]:
     """The trials table (a row per configuration, with its verdict), when any configuration ran
     more than once; else empty (the comparison table says it all)."""
-    if all(t.figures["trials"] + t.figures["trials_invalid"] <= 1 for t in data.trials):
+    if all(t.figures.trials + t.figures.trials_invalid <= 1 for t in data.trials):
         return []
     rows = []
     for t in data.trials:
         f = t.figures
-        where = " · ".join(str(x) for x in (f["metadata_mode"], f["kafka_version"]) if x)
+        where = " · ".join(str(x) for x in (f.metadata_mode, f.kafka_version) if x)
         rows.append({"severity": t.severity, "verdict": t.verdict, "cells": [
-            f["scenario"] + (f" ({where})" if where else ""),
-            _settings(f["acks"], f["replication_factor"], f["min_insync_replicas"], f["unclean_leader_election"]),
-            f["fault"], _num(f["trials"]) + (f" (+{f['trials_invalid']} invalid)" if f["trials_invalid"] else ""),
-            _num(f["trials_with_loss"]),
-            "–" if f["loss_ci_low"] is None else f"{f['loss_ci_low']:.1%} – {f['loss_ci_high']:.1%}",
-            f"{_num(f['lost_median'])} / {_num(f['lost_max'])}", _three(f, "unavailable"), _three(f, "new_leader"),
-            _num(f["faults_injected"])]})
+            f.scenario + (f" ({where})" if where else ""),
+            _settings(f.acks, f.replication_factor, f.min_insync_replicas, f.unclean_leader_election),
+            f.fault, _num(f.trials) + (f" (+{f.trials_invalid} invalid)" if f.trials_invalid else ""),
+            _num(f.trials_with_loss),
+            "–" if f.loss_ci_low is None else f"{f.loss_ci_low:.1%} – {f.loss_ci_high:.1%}",
+            f"{_num(f.lost_median)} / {_num(f.lost_max)}", _three(f, "unavailable"), _three(f, "new_leader"),
+            _num(f.faults_injected)]})
     return rows
 
 
@@ -278,7 +278,7 @@ def page(data: ReportData) -> str:
     if data.missing:
         headline = (f"INCOMPLETE SUITE: {len(data.missing)} planned run(s) never ended: {', '.join(data.missing)}. "
                     + headline)
-    if any(t.figures["blind"] for t in data.trials):
+    if any(t.figures.blind for t in data.trials):
         headline = "HARNESS BLIND: a negative control did not lose what it was built to lose (see Trials). " + headline
     return _TEMPLATES.get_template("report.html.j2").render(
         source=data.source, generated=generated, headline=headline, comparison_headers=COMPARISON,

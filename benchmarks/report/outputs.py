@@ -67,7 +67,7 @@ def write(data: ReportData, out_dir: Path) -> Report:
     csv_path = out_dir / "summary.csv"
     _write_csv(csv_path, SUMMARY_COLUMNS, rows)
     _write_csv(out_dir / "trials.csv", (*trials.TRIALS_COLUMNS, "verdict"),
-               [{**t.figures, "verdict": t.verdict} for t in data.trials])
+               [{**t.figures.to_dict(), "verdict": t.verdict} for t in data.trials])
     parquet_path = out_dir / "summary.parquet"
     pq.write_table(pa.Table.from_pylist(rows), parquet_path)
     lost_path = None

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from benchmarks.analysis.run_row import RunRow
+from benchmarks.analysis.rows import RunRow, TrialsRow
 from benchmarks.codes import BLIND_SHARE
 
 SETTINGS = (("acks", "acks={}"), ("replication_factor", "RF {}"), ("min_insync_replicas", "min ISR {}"),
@@ -182,48 +182,48 @@ def _elr_explained(row: RunRow) -> list[str]:
     return said
 
 
-def _spread(t: dict[str, Any], name: str) -> str:
-    return (f"median {t[f'{name}_median_s']:.1f} s, p90 {t[f'{name}_p90_s']:.1f} s, "
-            f"max {t[f'{name}_max_s']:.1f} s")
+def _spread(t: TrialsRow, name: str) -> str:
+    median, p90, top = (getattr(t, f"{name}_{which}_s") or 0.0 for which in ("median", "p90", "max"))
+    return f"median {median:.1f} s, p90 {p90:.1f} s, max {top:.1f} s"
 
 
-def trials_verdict(t: dict[str, Any]) -> tuple[str, str]:
+def trials_verdict(t: TrialsRow) -> tuple[str, str]:
     """(verdict, severity) of a configuration's trials (a row of analysis/trials.py): phrased
     over the trials, with the 95% interval of the share that lost; bad when any trial lost an
     acknowledged write, warn when invalid trials were left out or none was valid."""
-    n, lost, invalid = t["trials"], t["trials_with_loss"], t["trials_invalid"]
-    if t.get("blind"):
+    n, lost, invalid = t.trials, t.trials_with_loss, t.trials_invalid
+    if t.blind:
         return (f"HARNESS BLIND: this negative control lost acknowledged writes in {lost} of "
                 f"{_plural(n, 'valid trial')} (it must in at least {BLIND_SHARE:.0%} of them); no verdict of this "
                 "harness on loss can be trusted until it sees the loss it was built to cause"), "bad"
     if not n:
         return f"no valid trial ({_plural(invalid, 'invalid trial')})", "warn"
-    if t.get("expect_loss"):
+    if t.expect_loss:
         parts = [f"negative control: lost acknowledged writes in {lost} of {_plural(n, 'trial')}, as it must "
-                 f"(median {t['lost_median']:,.0f}, max {t['lost_max']:,} a trial): the harness sees loss"]
+                 f"(median {t.lost_median:,.0f}, max {t.lost_max:,} a trial): the harness sees loss"]
     elif lost:
-        parts = [f"lost acknowledged writes in {lost} of {_plural(n, 'trial')} (median {t['lost_median']:,.0f}, "
-                 f"max {t['lost_max']:,} a trial; 95% interval of the share that loses: "
-                 f"{t['loss_ci_low']:.0%} to {t['loss_ci_high']:.0%})"]
+        parts = [f"lost acknowledged writes in {lost} of {_plural(n, 'trial')} (median {t.lost_median:,.0f}, "
+                 f"max {t.lost_max:,} a trial; 95% interval of the share that loses: "
+                 f"{t.loss_ci_low:.0%} to {t.loss_ci_high:.0%})"]
     else:
         parts = [f"0 of {_plural(n, 'trial')} lost an acknowledged write (chance that a trial loses: below "
-                 f"{t['loss_ci_high']:.1%} at 95% confidence)"]
-    injections, charged = t["faults_injected"] or 0, t["injections_with_loss"] or 0
-    if t.get("recurring"):  # many injections of one fault: the evidence per injection too
+                 f"{t.loss_ci_high:.1%} at 95% confidence)"]
+    injections, charged = t.faults_injected or 0, t.injections_with_loss or 0
+    if t.recurring:  # many injections of one fault: the evidence per injection too
         per_injection = (f"{charged} of {injections:,} fault injections lost an acknowledged write (95% interval of the "
-                         f"share: {t['injection_loss_ci_low']:.1%} to {t['injection_loss_ci_high']:.1%})")
-        if n == 1 and not t.get("expect_loss"):  # one run: its injections are the evidence
-            parts = [per_injection + (f"; {t['lost_max']:,} acknowledged writes lost" if lost else "")]
+                         f"share: {t.injection_loss_ci_low:.1%} to {t.injection_loss_ci_high:.1%})")
+        if n == 1 and not t.expect_loss:  # one run: its injections are the evidence
+            parts = [per_injection + (f"; {t.lost_max:,} acknowledged writes lost" if lost else "")]
         else:
             parts.append(per_injection)
     elif injections:
         parts.append(f"{_plural(injections, 'fault')} injected")
-    if t["unavailable_max_s"]:
+    if t.unavailable_max_s:
         parts.append(f"worst partition without acks: {_spread(t, 'unavailable')}")
-    if t["new_leader_max_s"] is not None:
+    if t.new_leader_max_s is not None:
         parts.append(f"new leader after {_spread(t, 'new_leader')}")
-    if t["duplicates"]:
-        parts.append(_plural(t["duplicates"], "duplicate"))
+    if t.duplicates:
+        parts.append(_plural(t.duplicates, "duplicate"))
     if invalid:
         parts.append(f"{_plural(invalid, 'invalid trial')} left out")
-    return "; ".join(parts), "bad" if lost and not t.get("expect_loss") else "warn" if invalid else "good"
+    return "; ".join(parts), "bad" if lost and not t.expect_loss else "warn" if invalid else "good"

@@ -8,7 +8,7 @@ import pytest
 from pyspark.testing import assertDataFrameEqual
 
 from benchmarks.analysis import schemas, transactions
-from benchmarks.analysis.run_row import RunRow
+from benchmarks.analysis.rows import RunRow
 from benchmarks.codes import FINAL_READ, FINAL_READ_COMMITTED
 from benchmarks.report.verdict import transactions_said
 

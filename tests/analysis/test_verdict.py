@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from benchmarks.analysis.run_row import RunRow
+from benchmarks.analysis.rows import RunRow, TrialsRow
 from benchmarks.report.verdict import trials_verdict, verdict
 
 
@@ -135,12 +135,12 @@ def test_what_eligible_leader_replicas_changed_is_said_from_what_was_measured():
 
 
 def configuration(**over):
-    base = {"trials": 10, "trials_invalid": 0, "trials_with_loss": 0, "loss_ci_low": 0.0, "loss_ci_high": 0.2775,
+    base = {"scenario": "s", "trials": 10, "trials_invalid": 0, "trials_with_loss": 0, "loss_ci_low": 0.0, "loss_ci_high": 0.2775,
             "lost_median": 0.0, "lost_max": 0, "unavailable_median_s": 9.8, "unavailable_p90_s": 12.0,
             "unavailable_max_s": 14.1, "new_leader_median_s": 9.4, "new_leader_p90_s": 10.0, "new_leader_max_s": 11.0,
             "duplicates": 0, "faults_injected": 10, "injections_with_loss": 0, "injection_loss_ci_low": 0.0,
             "injection_loss_ci_high": 0.2775}
-    return {**base, **over}
+    return TrialsRow(**{**base, **over})
 
 
 def test_trials_are_phrased_over_the_trials_with_their_interval():

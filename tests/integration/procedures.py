@@ -10,7 +10,7 @@ from typing import Any
 from benchmarks import inventory
 from benchmarks import runner as runner_lib
 from benchmarks import scenario as scenario_lib
-from benchmarks.analysis.run_row import RunRow
+from benchmarks.analysis.rows import RunRow
 from benchmarks.ansible import AnsibleRunner
 from benchmarks.report import outputs
 

@@ -265,7 +265,7 @@ def test_a_nemesis_of_ten_leader_kills_heals_each_loses_nothing_and_measures_eac
     assert {f["fault_id"] for f in run.faults} == set(injected), "each kill has its own row of recovery figures"
     assert all(f["isr_shrink_s"] is not None for f in run.faults if f["partition"] == 0), run.faults
     [trial] = report.data.trials
-    assert (trial.figures["faults_injected"], trial.figures["injections_with_loss"]) == (len(injected), 0)
+    assert (trial.figures.faults_injected, trial.figures.injections_with_loss) == (len(injected), 0)
     assert f"0 of {len(injected)} fault injections lost an acknowledged write" in trial.verdict
     print(f"\nnemesis: {trial.verdict}; {len(skipped)} skipped, {len(missed)} missed")
 

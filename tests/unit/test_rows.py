@@ -1,11 +1,12 @@
-"""A run's row of the analysis, as the report reads it (benchmarks/analysis/run_row.py)."""
+"""The analysis' rows as the report reads them (benchmarks/analysis/rows.py)."""
 
-from benchmarks.analysis import metrics
-from benchmarks.analysis.run_row import RUN_ROW_COLUMNS, RunRow
+from benchmarks.analysis import metrics, trials
+from benchmarks.analysis.rows import RUN_ROW_COLUMNS, TRIALS_ROW_COLUMNS, RunRow
 
 
-def test_the_typed_row_has_every_column_the_analysis_computes_in_its_order():
+def test_the_typed_rows_have_every_column_the_analysis_computes_in_its_order():
     assert RUN_ROW_COLUMNS == metrics.RUN_COLUMNS
+    assert TRIALS_ROW_COLUMNS == trials.TRIALS_COLUMNS
 
 
 def test_a_collected_row_becomes_a_typed_one_with_lists_the_analysis_left_null_empty():

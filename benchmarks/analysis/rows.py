@@ -1,10 +1,12 @@
-"""One run's row of the analysis (summary.csv), as the report reads it: by attribute, typed.
+"""The analysis' rows as the report reads them: by attribute, typed. A run's row (`RunRow`, a
+row of summary.csv) and a configuration's trials summed up (`TrialsRow`, a row of trials.csv).
 
-The analysis computes these columns (`metrics.RUN_COLUMNS`, in this order: a test holds the two
-to the same names); `RunRow.of` takes a collected row. No PySpark here: the report's readers and
-the tests build rows without a Spark session. A figure is None where the analysis has none: what
-a final read tells (lost, unseen, duplicates, ...) for a run that could not be checked, timings of
-a run without faults, the transaction and consumer-group figures of runs without them.
+The analysis computes these columns (`metrics.RUN_COLUMNS`, `trials.TRIALS_COLUMNS`, in these
+orders: a test holds each pair to the same names); `.of` takes a collected row. No PySpark here:
+the report's readers and the tests build rows without a Spark session. A figure is None where
+the analysis has none: what a final read tells (lost, unseen, duplicates, ...) for a run that
+could not be checked, timings of a run without faults, the transaction and consumer-group
+figures of runs without them, the spread of trials none of which was valid.
 """
 
 from __future__ import annotations
@@ -119,4 +121,48 @@ class RunRow:
         return (self.lost or 0) + (self.unseen or 0)
 
 
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class TrialsRow:
+    """A configuration (scenario, metadata mode, release, security) over its trials."""
+
+    scenario: str
+    metadata_mode: str | None = None
+    kafka_version: str | None = None
+    security: str | None = None
+    acks: str = "all"
+    replication_factor: int = 3
+    min_insync_replicas: int = 1
+    unclean_leader_election: bool = False
+    fault: str = "none"
+    expect_loss: bool = False  # a negative control
+    blind: bool = False  # a negative control that lost in fewer than BLIND_SHARE of its valid trials
+    recurring: bool = False  # a recurring fault: the evidence is per injection too
+    trials: int = 0  # valid trials
+    trials_invalid: int = 0
+    trials_with_loss: int = 0
+    loss_ci_low: float | None = None  # 95% interval of the share of trials that lose (None: no valid trial)
+    loss_ci_high: float | None = None
+    lost_median: float | None = None
+    lost_max: int | None = None
+    unavailable_median_s: float | None = None
+    unavailable_p90_s: float | None = None
+    unavailable_max_s: float | None = None
+    new_leader_median_s: float | None = None
+    new_leader_p90_s: float | None = None
+    new_leader_max_s: float | None = None
+    duplicates: int | None = None
+    faults_injected: int | None = None
+    injections_with_loss: int | None = None
+    injection_loss_ci_low: float | None = None
+    injection_loss_ci_high: float | None = None
+
+    @classmethod
+    def of(cls, row: dict[str, Any]) -> TrialsRow:
+        return cls(**row)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
 RUN_ROW_COLUMNS = tuple(f.name for f in dataclasses.fields(RunRow))
+TRIALS_ROW_COLUMNS = tuple(f.name for f in dataclasses.fields(TrialsRow))
