@@ -11,7 +11,7 @@ commit, the date. A page shows them in a block
 whose body `make docs` writes again from those files (`refresh`); a test fails when a page's
 block differs from what they give (`stale`).
 
-    python -m benchmarks.docs_results capture benchmarks/results/<time>-seeds seeds-zookeeper "make bench"
+    python -m benchmarks.docs_results capture benchmarks/results/<time>-seeds seeds-zookeeper "make bench" [COMMIT]
     python -m benchmarks.docs_results          # refresh every block
 """
 
@@ -42,16 +42,18 @@ def _machine() -> dict[str, Any]:
     return {"cores": os.cpu_count(), "memory_gib": round(kib / 2**20), "kernel": platform.release()}
 
 
-def capture(suite_dir: Path, name: str, command: str) -> Path:
-    """Copy a suite's summary into docs/results/NAME with where it came from."""
+def capture(suite_dir: Path, name: str, command: str, commit: str | None = None) -> Path:
+    """Copy a suite's summary into docs/results/NAME with where it came from: `commit` the
+    kafka-bench commit it ran on (default: the checkout's HEAD, for a suite captured as it ends)."""
     out = RESULTS / name
     out.mkdir(parents=True, exist_ok=True)
     for file in COPIED:
         shutil.copyfile(suite_dir / file, out / file)
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=suite_dir, capture_output=True, text=True)
+    head = subprocess.run(["git", "rev-parse", "--short", commit or "HEAD"], cwd=suite_dir, capture_output=True,
+                          text=True)
     stamp = suite_dir.name.split("-", 1)[0]  # <YYYYmmddTHHMMSS>-<suite>: when the suite began
     source = {"command": command, "began": f"{stamp[:4]}-{stamp[4:6]}-{stamp[6:8]} {stamp[9:11]}:{stamp[11:13]}",
-              "commit": commit.stdout.strip() or None, "machine": _machine()}
+              "commit": head.stdout.strip() or None, "machine": _machine()}
     (out / "source.json").write_text(json.dumps(source, indent=2) + "\n")
     return out
 
@@ -100,10 +102,10 @@ def stale(pages: tuple[Path, ...] = PAGES, directory: Path = RESULTS) -> list[st
 
 def main(argv: list[str]) -> int:
     if argv[:1] == ["capture"]:
-        if len(argv) != 4:
-            print("usage: python -m benchmarks.docs_results capture SUITE_DIR NAME COMMAND", file=sys.stderr)
+        if len(argv) not in (4, 5):
+            print("usage: python -m benchmarks.docs_results capture SUITE_DIR NAME COMMAND [COMMIT]", file=sys.stderr)
             return 2
-        print(f"wrote {capture(Path(argv[1]), argv[2], argv[3])}")
+        print(f"wrote {capture(Path(argv[1]), argv[2], argv[3], argv[4] if len(argv) == 5 else None)}")
         return 0
     for page in PAGES:
         text = page.read_text(encoding="utf-8")
