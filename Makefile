@@ -92,11 +92,11 @@ perf-analysis: install
 
 ## The scenario and fault-kind references and the suite catalogue (docs/reference/), generated
 ## from the models, the suites' files and this Makefile; and the results blocks of README.md and
-## docs/*.md, from the summaries committed under docs/results/ (benchmarks/docs_results.py says
+## docs/*.md, from the summaries committed under docs/results/ (benchmarks/docs/docs_results.py says
 ## how to add one). A unit test fails when any of them is stale.
 docs: install
-	$(BIN)/python -m benchmarks.reference
-	$(BIN)/python -m benchmarks.docs_results
+	$(BIN)/python -m benchmarks.docs.reference
+	$(BIN)/python -m benchmarks.docs.docs_results
 
 ## The report built with its intermediate results cached and checkpointed, side by side:
 ## make perf-report DIR=benchmarks/results/<time>-seeds

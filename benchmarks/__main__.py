@@ -1,3 +1,3 @@
-from benchmarks.cli import main
+from benchmarks.cli.app import main
 
 main()

@@ -13,10 +13,10 @@ from typing import TypeVar
 
 import pytest
 
-from benchmarks import inventory as inventory_lib
-from benchmarks import paths
-from benchmarks.ansible import AnsibleRunner, PlaybookResult, summarize_failures
-from benchmarks.wait import WaitTimeout, wait_until
+from benchmarks.core import paths
+from benchmarks.core.wait import WaitTimeout, wait_until
+from benchmarks.hosts import inventory as inventory_lib
+from benchmarks.hosts.ansible import AnsibleRunner, PlaybookResult, summarize_failures
 
 ROOT = paths.PROJECT_ROOT
 LOCAL_INVENTORY = paths.DEFAULT_INVENTORY

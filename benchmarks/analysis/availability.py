@@ -5,10 +5,10 @@ from __future__ import annotations
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
-from benchmarks import records
 from benchmarks.analysis import schemas
 from benchmarks.analysis.contract import EXPECTED_ACKS, GAP_THRESHOLD_S
 from benchmarks.analysis.exprs import UNBOUNDED
+from benchmarks.record import records
 
 
 def partition_states(timeline: DataFrame, runs: DataFrame) -> DataFrame:

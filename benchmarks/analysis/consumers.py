@@ -21,7 +21,7 @@ from pyspark.sql import functions as F
 
 from benchmarks.analysis import schemas
 from benchmarks.analysis.exprs import UNBOUNDED, sum_if
-from benchmarks.codes import FINAL_READ, FINAL_READ_COMMITTED, FINAL_READS
+from benchmarks.core.codes import FINAL_READ, FINAL_READ_COMMITTED, FINAL_READS
 
 #: Per run, in summary.csv (null for a run without consumer groups).
 CONSUMER_COLUMNS = ("lag_max", "lag_max_s", "rebalances", "rebalance_max_s", "partitions_moved", "skipped",

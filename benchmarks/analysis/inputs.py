@@ -9,9 +9,9 @@ import dataclasses
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from benchmarks import ledger
 from benchmarks.analysis import schemas
 from benchmarks.analysis.contract import InputError
+from benchmarks.record import ledger
 
 
 @dataclasses.dataclass
@@ -57,7 +57,7 @@ def _parquet(spark: SparkSession, run_dirs: list[str], sub: str, expected, name:
             continue
         current = ledger.current_files(path.rsplit("/", 1)[1] for path in found)
         # Its glob (one path for Spark to list, however many parts), unless parts that a
-        # compaction cut short left beside their merged file (benchmarks.ledger.compact) are
+        # compaction cut short left beside their merged file (benchmarks.record.ledger.compact) are
         # to be left out: then the files themselves.
         patterns += [f"{d}/{sub}/*.parquet"] if len(current) == len(found) else [f"{d}/{sub}/{f}" for f in current]
     if not patterns:

@@ -9,7 +9,7 @@ from benchmarks.analysis import schemas
 from benchmarks.analysis.exprs import sum_if
 from benchmarks.analysis.percentiles import percentiles
 from benchmarks.analysis.phases import phase_windows, with_phases
-from benchmarks.codes import FINAL_READS
+from benchmarks.core.codes import FINAL_READS
 
 
 def produce_phases(produce: DataFrame, bounds: DataFrame, runs: DataFrame) -> DataFrame:

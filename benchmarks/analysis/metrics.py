@@ -29,7 +29,6 @@ from collections.abc import Callable
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from benchmarks import records
 from benchmarks.analysis import schemas
 from benchmarks.analysis.availability import (
     acked_invisible,
@@ -64,7 +63,8 @@ from benchmarks.analysis.procedures import procedure_steps, step_impact
 from benchmarks.analysis.steadiness import steadiness
 from benchmarks.analysis.transactions import TXN_COLUMNS, lso_stalls, transaction_counts, transaction_outcomes
 from benchmarks.analysis.trials import PER_RUN, injection_losses, trials, with_trials
-from benchmarks.codes import FINAL_READ, OUTCOMES, STATUSES
+from benchmarks.core.codes import FINAL_READ, OUTCOMES, STATUSES
+from benchmarks.record import records
 
 # The analysis API, whichever module of the package defines each job.
 __all__ = ["EXPECTED_ACKS", "FINAL_READ", "FLOOR_MS", "GAP_THRESHOLD_S", "OUTCOMES", "PERCENTILES", "PERCENTILE_NAMES",

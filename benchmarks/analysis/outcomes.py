@@ -1,4 +1,4 @@
-"""What became of every message (`benchmarks.codes.STATUSES`), per message and per run."""
+"""What became of every message (`benchmarks.core.codes.STATUSES`), per message and per run."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pyspark.sql import functions as F
 
 from benchmarks.analysis import schemas
 from benchmarks.analysis.exprs import UNBOUNDED, sum_if
-from benchmarks.codes import FINAL_READ, OUTCOMES, STATUSES
+from benchmarks.core.codes import FINAL_READ, OUTCOMES, STATUSES
 
 _OUTCOME = {name: code for code, name in enumerate(OUTCOMES, start=1)}  # the 1-based codes of `_outcome`
 

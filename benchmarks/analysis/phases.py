@@ -5,8 +5,8 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from benchmarks import records
 from benchmarks.analysis import schemas
+from benchmarks.record import records
 
 
 def phase_bounds(runs: DataFrame, events: DataFrame) -> DataFrame:
@@ -14,7 +14,7 @@ def phase_bounds(runs: DataFrame, events: DataFrame) -> DataFrame:
     (fault columns null without a fault or procedure), and warm_p50_ms (the warmed path's level, for steadiness)."""
     runs = schemas.check(runs, schemas.RUNS, "runs")
     events = schemas.check(events, schemas.EVENTS, "events")
-    # A procedure run under the load (benchmarks/procedures.py) disturbs it like a fault: from its
+    # A procedure run under the load (benchmarks/spec/procedures.py) disturbs it like a fault: from its
     # start to its end.
     started = F.when(F.col("event") == records.FAULT_INJECTED, F.col("at_ns")).when(
         F.col("event") == records.PROCEDURE_START, F.col("t_ns"))

@@ -1,4 +1,4 @@
-"""What each step of an operational procedure (benchmarks/procedures.py) cost the traffic.
+"""What each step of an operational procedure (benchmarks/spec/procedures.py) cost the traffic.
 
 A step is one play of the procedure's playbook, from the time it began to the time the next
 one began (the last: to the procedure's end). Per step: its duration, the producers' sends
@@ -12,9 +12,9 @@ from __future__ import annotations
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
-from benchmarks import records
 from benchmarks.analysis import schemas
 from benchmarks.analysis.exprs import sum_if
+from benchmarks.record import records
 
 STEP_COLUMNS = ["run_id", "procedure_id", "procedure", "step", "play", "node", "start_ns", "end_ns", "duration_s", "ok",
                 "sent", "failed", "indeterminate", "latency_p99_ms", "steady_p99_ms", "unavailable_s",

@@ -1,8 +1,8 @@
 """What every analysis job expects of its inputs, checked at entry.
 
 The ledgers' Spark schemas are derived from the Parquet schemas the runner writes
-(`benchmarks.ledger`, `benchmarks.timeline`), the runs' and events' from the records the
-runner writes (`benchmarks.records`): neither can drift apart from its writer."""
+(`benchmarks.record.ledger`, `benchmarks.harness.timeline`), the runs' and events' from the records the
+runner writes (`benchmarks.record.records`): neither can drift apart from its writer."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ from pydantic import BaseModel
 from pyspark.sql import DataFrame
 from pyspark.sql import types as T
 
-from benchmarks import ledger, records, timeline_schema
 from benchmarks.analysis.contract import SchemaError
+from benchmarks.record import ledger, records, timeline_schema
 
 _ARROW_TO_SPARK = {
     pa.string(): T.StringType(), pa.int32(): T.IntegerType(), pa.int64(): T.LongType(),
@@ -57,7 +57,7 @@ def _spark_type(annotation: Any) -> T.DataType:
 
 
 def from_model(model: type[BaseModel], names: list[str]) -> T.StructType:
-    """The Spark schema of the named fields of a records model (`benchmarks.records`)."""
+    """The Spark schema of the named fields of a records model (`benchmarks.record.records`)."""
     return T.StructType([T.StructField(n, _spark_type(model.model_fields[n].annotation), True) for n in names])
 
 

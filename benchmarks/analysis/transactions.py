@@ -23,7 +23,7 @@ from pyspark.sql import functions as F
 
 from benchmarks.analysis import schemas
 from benchmarks.analysis.exprs import UNBOUNDED, sum_if
-from benchmarks.codes import FINAL_READ_COMMITTED, FINAL_READS
+from benchmarks.core.codes import FINAL_READ_COMMITTED, FINAL_READS
 
 #: Per run, in summary.csv (null for a run without transactions). txn_failed_sends: sends refused
 #: inside transactions that did not commit (an abort purges its messages not yet written: expected).

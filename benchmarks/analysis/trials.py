@@ -26,8 +26,8 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
-from benchmarks import records
-from benchmarks.codes import BLIND_SHARE
+from benchmarks.core.codes import BLIND_SHARE
+from benchmarks.record import records
 
 # The two-sided 95% normal quantile.
 Z95 = 1.959963984540054

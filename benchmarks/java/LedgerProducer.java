@@ -1,7 +1,7 @@
 // One producer process of a run on Kafka's own Java producer (scenario client.producer_library:
-// java), the same open-loop schedule and transactions as benchmarks/load.py's librdkafka
-// producer, and the same messages (benchmarks/message.py, checked at start). It keeps no ledger itself: every outcome is one tab-separated row on
-// stdout, which benchmarks/java_load.py (its parent) writes into the run's ledgers.
+// java), the same open-loop schedule and transactions as benchmarks/harness/load.py's librdkafka
+// producer, and the same messages (benchmarks/record/message.py, checked at start). It keeps no ledger itself: every outcome is one tab-separated row on
+// stdout, which benchmarks/harness/java_load.py (its parent) writes into the run's ledgers.
 //
 //   R seq key intended_ns sent_ns ack_ns partition offset outcome error   one message's report
 //   T txn first_seq messages intent fate begin_ns end_ns error            one transaction's end
@@ -53,7 +53,7 @@ public final class LedgerProducer {
     private final BufferedWriter out = new BufferedWriter(new OutputStreamWriter(System.out, StandardCharsets.UTF_8));
     private final BitSet reported = new BitSet();
     private final Properties client = new Properties();
-    // The message contract (benchmarks/message.py, given as bench.message.*): the header this
+    // The message contract (benchmarks/record/message.py, given as bench.message.*): the header this
     // program writes, which it checks against the one given, and the key rule.
     static final String HEADER_FORMAT = ">8sIQq";  // tag, index (int), seq (long), sent_ns (long), big-endian
     static final int HEADER_SIZE = 28;

@@ -17,7 +17,7 @@ import statistics
 import time
 from pathlib import Path
 
-from benchmarks import paths
+from benchmarks.core import paths
 from benchmarks.perf import ledger_synth
 
 COUNTS = ("sent", "acked", "failed", "indeterminate", "lost", "unseen", "duplicates", "reordered", "failed_delivered",

@@ -17,7 +17,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from benchmarks import ledger, timeline_schema
+from benchmarks.record import ledger, timeline_schema
 
 RUN_ID = "synthetic"
 T0 = 1_800_000_000_000_000_000

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmarks import paths
+from benchmarks.core import paths
 
 SOURCE = Path(__file__).parent / "native" / "sendloop.c"
 BUILD_DIR = paths.PROJECT_ROOT / ".state" / "perf"

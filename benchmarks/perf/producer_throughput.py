@@ -32,9 +32,12 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from benchmarks import inventory as inventory_lib
-from benchmarks import ledger, load, paths, topics
+from benchmarks.core import paths
+from benchmarks.harness import load
+from benchmarks.hosts import inventory as inventory_lib
+from benchmarks.kafka import topics
 from benchmarks.perf import native_loop
+from benchmarks.record import ledger
 
 TOPIC = "kb-perf"
 LOWER_FRACTIONS = (4, 8)  # of the maximum rate, besides the half the target is set at

@@ -8,9 +8,9 @@ from typing import Any
 
 from pyspark.sql import functions as F
 
-from benchmarks import records
 from benchmarks.analysis.metrics import Analysis
 from benchmarks.analysis.rows import RunRow, TrialsRow
+from benchmarks.record import records
 
 LOST_IDS_SHOWN = 50
 
@@ -52,7 +52,7 @@ class ReportData:
     trials: list[TrialsReport] = dataclasses.field(default_factory=list)
     # Tables written as they are (analysis/consumers.py, analysis/transactions.py), by name.
     tables: dict[str, list[dict[str, Any]]] = dataclasses.field(default_factory=dict)
-    # The runs a stopped suite planned and never ended (benchmarks.suite), as "[4/7] name".
+    # The runs a stopped suite planned and never ended (benchmarks.record.suite), as "[4/7] name".
     missing: list[str] = dataclasses.field(default_factory=list)
 
 

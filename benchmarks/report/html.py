@@ -15,8 +15,8 @@ from typing import Any
 import jinja2
 from markupsafe import Markup
 
-from benchmarks import records
 from benchmarks.analysis.rows import RunRow, TrialsRow
+from benchmarks.record import records
 from benchmarks.report import svg
 from benchmarks.report.collect import LOST_IDS_SHOWN, ReportData, RunReport
 

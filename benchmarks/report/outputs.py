@@ -17,9 +17,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from pyspark.sql import DataFrame
 
-from benchmarks import suite
 from benchmarks.analysis import inputs, metrics, trials
 from benchmarks.analysis.session import fit_codegen, spark_session
+from benchmarks.record import suite
 from benchmarks.report import html
 from benchmarks.report.collect import ReportData, collect
 from benchmarks.report.verdict import trials_verdict, verdict

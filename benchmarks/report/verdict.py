@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from benchmarks.analysis.rows import RunRow, TrialsRow
-from benchmarks.codes import BLIND_SHARE
+from benchmarks.core.codes import BLIND_SHARE
 
 SETTINGS = (("acks", "acks={}"), ("replication_factor", "RF {}"), ("min_insync_replicas", "min ISR {}"),
             ("unclean_leader_election", "unclean election {}"), ("eligible_leader_replicas", "ELR {}"))

@@ -7,9 +7,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from benchmarks import checker, ledger
 from benchmarks.analysis import inputs, metrics
+from benchmarks.check import checker
 from benchmarks.perf import ledger_synth
+from benchmarks.record import ledger
 from tests.analysis import ledgers
 
 pytestmark = pytest.mark.spark

@@ -8,7 +8,7 @@ from pyspark.testing import assertDataFrameEqual
 
 from benchmarks.analysis import consumers, schemas
 from benchmarks.analysis.rows import RunRow
-from benchmarks.codes import FINAL_READ, FINAL_READ_COMMITTED
+from benchmarks.core.codes import FINAL_READ, FINAL_READ_COMMITTED
 from benchmarks.report.verdict import consumers_said
 
 pytestmark = pytest.mark.spark

@@ -12,10 +12,10 @@ import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
 
-from benchmarks import records
 from benchmarks.analysis import inputs, schemas
-from benchmarks.cli import cli
-from benchmarks.exit_codes import ExitCode
+from benchmarks.cli.app import cli
+from benchmarks.core.exit_codes import ExitCode
+from benchmarks.record import records
 from benchmarks.report import outputs
 from tests.analysis import ledgers
 

@@ -9,7 +9,7 @@ from pyspark.testing import assertDataFrameEqual
 
 from benchmarks.analysis import schemas, transactions
 from benchmarks.analysis.rows import RunRow
-from benchmarks.codes import FINAL_READ, FINAL_READ_COMMITTED
+from benchmarks.core.codes import FINAL_READ, FINAL_READ_COMMITTED
 from benchmarks.report.verdict import transactions_said
 
 pytestmark = pytest.mark.spark

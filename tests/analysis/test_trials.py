@@ -126,8 +126,8 @@ def test_a_blind_negative_control_is_named_in_the_report_and_fails_the_command(s
     """Two trials of a negative control, one losing: under 9 of 10, so the harness is blind."""
     from click.testing import CliRunner
 
-    from benchmarks.cli import cli
-    from benchmarks.exit_codes import ExitCode
+    from benchmarks.cli.app import cli
+    from benchmarks.core.exit_codes import ExitCode
 
     for trial in (1, 2):
         ledgers.write_run_dir(spark, tmp_path / f"r{trial}", run_id=f"r{trial}", trial=trial, loses=trial == 1,

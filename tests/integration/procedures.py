@@ -7,12 +7,12 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
-from benchmarks import inventory
-from benchmarks import runner as runner_lib
-from benchmarks import scenario as scenario_lib
 from benchmarks.analysis.rows import RunRow
-from benchmarks.ansible import AnsibleRunner
+from benchmarks.harness import runner as runner_lib
+from benchmarks.hosts import inventory
+from benchmarks.hosts.ansible import AnsibleRunner
 from benchmarks.report import outputs
+from benchmarks.spec import scenario as scenario_lib
 
 
 @dataclasses.dataclass

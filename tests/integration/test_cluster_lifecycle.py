@@ -16,7 +16,9 @@ import yaml
 from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
-from benchmarks import cluster, faults, host_probe, smoke, topics
+from benchmarks.harness import faults, smoke
+from benchmarks.hosts import host_probe
+from benchmarks.kafka import cluster, topics
 from tests.conftest import (
     CLUSTER_PORTS,
     LOCAL_INVENTORY,

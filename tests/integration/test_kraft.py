@@ -18,12 +18,15 @@ import time
 import pyarrow.compute as pc
 import pytest
 
-from benchmarks import cluster, features, inventory, kafka_protocol, ledger, smoke
-from benchmarks import runner as runner_lib
-from benchmarks import scenario as sc
-from benchmarks.exit_codes import ExitCode
+from benchmarks.core.exit_codes import ExitCode
+from benchmarks.harness import features, smoke
+from benchmarks.harness import runner as runner_lib
+from benchmarks.hosts import inventory
+from benchmarks.kafka import cluster, kafka_protocol
+from benchmarks.record import ledger
+from benchmarks.record.timeline_schema import QUORUM_SCHEMA, TIMELINE_SCHEMA
 from benchmarks.report import outputs
-from benchmarks.timeline_schema import QUORUM_SCHEMA, TIMELINE_SCHEMA
+from benchmarks.spec import scenario as sc
 from tests.conftest import (
     KRAFT_INVENTORY,
     ROOT,

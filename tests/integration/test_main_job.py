@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks import records, suite
+from benchmarks.record import records, suite
 from tests.conftest import LOCAL_INVENTORY, run_cli
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]

@@ -18,11 +18,13 @@ from typing import Any
 import pyarrow.compute as pc
 import pytest
 
-from benchmarks import cluster, java_load, ledger, records
-from benchmarks import runner as runner_lib
-from benchmarks import scenario as sc
+from benchmarks.harness import java_load
+from benchmarks.harness import runner as runner_lib
+from benchmarks.kafka import cluster
+from benchmarks.record import ledger, records
+from benchmarks.record.timeline_schema import TIMELINE_SCHEMA
 from benchmarks.report import outputs
-from benchmarks.timeline_schema import TIMELINE_SCHEMA
+from benchmarks.spec import scenario as sc
 from tests.conftest import KAFKA_BENCH, LOCAL_INVENTORY, ROOT, run_cli, service_pids, wait_for
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
@@ -334,7 +336,7 @@ def test_heal_after_the_runner_was_killed_during_a_fault(deployed_cluster, tmp_p
 def test_perf_benchmark_runs_the_generator_and_the_c_loop_on_the_same_schedule(deployed_cluster):
     """`make perf` in miniature: both loops at one rate, every scheduled message sent and
     acknowledged, send delays measured after the warm-up only; unthrottled, both report a rate."""
-    from benchmarks import topics
+    from benchmarks.kafka import topics
     from benchmarks.perf import native_loop
     from benchmarks.perf import producer_throughput as perf
 

@@ -26,9 +26,10 @@ from confluent_kafka import Consumer, KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient, NewTopic
 from cryptography.hazmat.primitives import serialization
 
-from benchmarks import cluster as cluster_mod
-from benchmarks import inventory, paths
-from benchmarks.exit_codes import ExitCode
+from benchmarks.core import paths
+from benchmarks.core.exit_codes import ExitCode
+from benchmarks.hosts import inventory
+from benchmarks.kafka import cluster as cluster_mod
 from tests.conftest import ROOT, assert_ok, listening_ports, run_cli
 
 sys.path.insert(0, str(ROOT / "collections"))

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from benchmarks.exit_codes import ExitCode
+from benchmarks.core.exit_codes import ExitCode
 from tests.conftest import KRAFT_INVENTORY, LOCAL_INVENTORY, listening_ports, run_cli, service_pids
 
 pytestmark = pytest.mark.slow

@@ -9,10 +9,10 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from benchmarks import inventory as inventory_lib
-from benchmarks import lab as lab_lib
-from benchmarks import lab_spec
-from benchmarks.ansible import AnsibleRunner
+from benchmarks.hosts import inventory as inventory_lib
+from benchmarks.hosts import lab as lab_lib
+from benchmarks.hosts import lab_spec
+from benchmarks.hosts.ansible import AnsibleRunner
 from tests.conftest import assert_ok
 
 

@@ -19,12 +19,14 @@ import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from benchmarks import cluster, host_probe, ledger
-from benchmarks import inventory as inventory_lib
-from benchmarks import runner as runner_lib
-from benchmarks import scenario as sc
-from benchmarks import ssh as ssh_lib
-from benchmarks.timeline_schema import TIMELINE_SCHEMA
+from benchmarks.harness import runner as runner_lib
+from benchmarks.hosts import host_probe
+from benchmarks.hosts import inventory as inventory_lib
+from benchmarks.hosts import ssh as ssh_lib
+from benchmarks.kafka import cluster
+from benchmarks.record import ledger
+from benchmarks.record.timeline_schema import TIMELINE_SCHEMA
+from benchmarks.spec import scenario as sc
 from tests.conftest import ROOT, assert_ok, wait_for
 from tests.lab.helpers import built_lab, deployed, ssh, ssh_run
 

@@ -12,10 +12,11 @@ from pathlib import Path
 import pyarrow.compute as pc
 import pytest
 
-from benchmarks import cluster, ledger
-from benchmarks import runner as runner_lib
-from benchmarks import scenario as sc
-from benchmarks.timeline_schema import QUORUM_SCHEMA, TIMELINE_SCHEMA
+from benchmarks.harness import runner as runner_lib
+from benchmarks.kafka import cluster
+from benchmarks.record import ledger
+from benchmarks.record.timeline_schema import QUORUM_SCHEMA, TIMELINE_SCHEMA
+from benchmarks.spec import scenario as sc
 from tests.conftest import ROOT, assert_ok, wait_for
 from tests.lab.helpers import built_lab, deployed, ssh
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 
-from benchmarks import broker_errors
+from benchmarks.kafka import broker_errors
 
 
 def record(message: str) -> logging.LogRecord:
@@ -43,7 +43,7 @@ def test_the_debug_context_is_added_to_the_users_own():
 
 
 def test_attached_to_a_silent_logger_it_sees_debug_records_and_prints_nothing(capsys):
-    from benchmarks.connection import silent_logger
+    from benchmarks.core.connection import silent_logger
 
     logger = silent_logger("kafka_bench.test_broker_errors")
     said = broker_errors.attach(logger, "t")

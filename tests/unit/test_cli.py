@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from benchmarks.ansible import PlaybookResult, ProgressEvent, TaskFailure
-from benchmarks.cli import cli
-from benchmarks.commands.cluster import VALIDATION_PLAYS
-from benchmarks.exit_codes import ExitCode
+from benchmarks.cli.app import cli
+from benchmarks.cli.commands.cluster import VALIDATION_PLAYS
+from benchmarks.core.exit_codes import ExitCode
+from benchmarks.hosts.ansible import PlaybookResult, ProgressEvent, TaskFailure
 from tests.conftest import LOCAL_INVENTORY, ROOT
 
 
@@ -116,7 +116,7 @@ def test_a_dry_run_lists_the_runs_and_what_is_skipped_and_starts_nothing(tmp_pat
     def no_connection(*_args, **_kwargs):
         raise AssertionError("a dry run connects to nothing")
 
-    monkeypatch.setattr("benchmarks.connection.preflight", no_connection)
+    monkeypatch.setattr("benchmarks.core.connection.preflight", no_connection)
     results, fake = tmp_path / "results", FakeRunner(result())
     out = invoke(fake, "run", "durability", "--dry-run", "--quick", "--results", str(results))
     text = " ".join(out.output.split())
@@ -137,7 +137,7 @@ def test_a_dry_run_refuses_bad_input_as_a_run_does(tmp_path):
 
 
 def test_progress_in_a_log_is_a_line_per_phase_and_at_least_every_ten_seconds():
-    from benchmarks.commands.run import ProgressLines
+    from benchmarks.cli.commands.run import ProgressLines
 
     now = [0.0]
     printed, updated = [], []
@@ -153,9 +153,9 @@ def test_progress_in_a_log_is_a_line_per_phase_and_at_least_every_ten_seconds():
 
 
 def test_the_progress_line_shows_faults_and_procedures_apart():
-    from benchmarks.commands.run import _progress_line
-    from benchmarks.runner import Snapshot
-    from benchmarks.schedule import Tally
+    from benchmarks.cli.commands.run import _progress_line
+    from benchmarks.harness.runner import Snapshot
+    from benchmarks.harness.schedule import Tally
 
     snap = Snapshot("r", "measuring", 10.0, 40.0, 1000, 990, 0, 10, {"readers": 985}, ["broker-kill leader of 0"],
                     ["upgrade: Upgrade the controllers that follow, one at a time"])
@@ -172,8 +172,8 @@ def test_the_progress_line_shows_faults_and_procedures_apart():
 
 def test_trials_repeat_every_run_with_its_number_and_seed(tmp_path, monkeypatch):
     """--trials 3 overrides the file's trials: 2: each run three times, numbered, trial N on SEED+N-1."""
-    from benchmarks import records
-    from benchmarks.commands import run as run_command
+    from benchmarks.cli.commands import run as run_command
+    from benchmarks.record import records
 
     calls = []
 
@@ -205,7 +205,7 @@ def test_trials_repeat_every_run_with_its_number_and_seed(tmp_path, monkeypatch)
 
 
 def test_trials_are_validated_in_the_scenario_file():
-    from benchmarks import scenario as sc
+    from benchmarks.spec import scenario as sc
 
     with pytest.raises(sc.ScenarioError, match=r"demo.yml: scenario.trials: Input should be greater than or equal to 1"):
         sc.parse({"scenario": {"name": "demo", "trials": 0}}, "demo.yml")
@@ -215,8 +215,8 @@ def test_network_delay_is_refused_on_the_lab_when_this_kernel_has_no_netem(tmp_p
     """The lab's hosts share this machine's kernel: without sch_netem the scenario is refused
     before anything runs, naming why and what the lab can do instead; on real hosts (any other
     inventory) the fault's playbook checks the hosts' own kernels."""
-    from benchmarks import lab_spec
-    from benchmarks import scenario as sc
+    from benchmarks.hosts import lab_spec
+    from benchmarks.spec import scenario as sc
     from tests.conftest import ROOT
 
     monkeypatch.setattr(lab_spec, "kernel_netem_missing", lambda: "this machine's kernel has none")
@@ -242,7 +242,7 @@ def test_network_delay_is_refused_on_the_lab_when_this_kernel_has_no_netem(tmp_p
     (["--bootstrap", "a:9092,b:0"], "--bootstrap: 'b:0' is not HOST:PORT"),
 ])
 def test_bad_bootstrap_options_exit_invalid_input_before_connecting(tmp_path, monkeypatch, args, message):
-    from benchmarks.commands import run as run_command
+    from benchmarks.cli.commands import run as run_command
 
     tried = []
     monkeypatch.setattr(run_command.connection_lib, "preflight", tried.append)
@@ -256,8 +256,9 @@ def test_bad_bootstrap_options_exit_invalid_input_before_connecting(tmp_path, mo
 
 def test_a_fault_on_a_cluster_given_by_bootstrap_is_refused_before_any_run(tmp_path, monkeypatch):
     """The cluster is read (discover), the scenario refused with the field and what is allowed, no run starts."""
-    from benchmarks import connection, inventory
-    from benchmarks.commands import run as run_command
+    from benchmarks.cli.commands import run as run_command
+    from benchmarks.core import connection
+    from benchmarks.hosts import inventory
 
     given = connection.Connection("10.0.0.1:9092", source="--bootstrap")
     brokers = tuple(inventory.Broker(f"broker{i}", i, "10.0.0.1", 9092 + i, "") for i in range(3))
@@ -277,8 +278,8 @@ def test_a_fault_on_a_cluster_given_by_bootstrap_is_refused_before_any_run(tmp_p
 @pytest.mark.parametrize(("interrupted", "code"), [(True, ExitCode.INTERRUPTED), (False, ExitCode.FAILURE)])
 def test_a_heal_that_fails_ends_with_its_reason_and_the_way_out_not_a_traceback(monkeypatch, capsys, interrupted, code):
     """Ctrl-C during a run heals; a heal cut short by it (or failing) says so, and how to finish it."""
-    from benchmarks import cli as cli_module
-    from benchmarks.fault_targets import FaultError
+    from benchmarks.cli import app as cli_module
+    from benchmarks.spec.fault_targets import FaultError
 
     def main(standalone_mode):
         try:
@@ -324,7 +325,7 @@ def test_bad_input_exits_invalid_input_naming_file_and_field_with_nothing_writte
 
 def summary_of(scenario, trial, results_root, run_id, valid=True):
     """A run's summary as the runner writes it, in a run directory of its own under `results_root`."""
-    from benchmarks import records
+    from benchmarks.record import records
 
     run_dir = results_root / f"{run_id}-{scenario.name}-trial{trial:03d}"
     run_dir.mkdir(parents=True)
@@ -342,8 +343,8 @@ def summary_of(scenario, trial, results_root, run_id, valid=True):
 
 
 def test_a_suite_stopped_in_its_fourth_run_is_resumed_from_it_with_the_same_options(tmp_path, monkeypatch):
-    from benchmarks import suite
-    from benchmarks.commands import run as run_command
+    from benchmarks.cli.commands import run as run_command
+    from benchmarks.record import suite
 
     calls = []
 
@@ -384,8 +385,8 @@ def test_a_suite_stopped_in_its_fourth_run_is_resumed_from_it_with_the_same_opti
 
 
 def test_the_cli_loads_no_pyspark_until_a_report_is_built():
-    """Every kafka-bench command pays for what `import benchmarks.cli` loads (PySpark was 87 modules
+    """Every kafka-bench command pays for what `import benchmarks.cli.app` loads (PySpark was 87 modules
     of it): only the analysis loads it."""
-    code = "import sys, benchmarks.cli; print(sorted(m for m in sys.modules if m.split('.')[0] == 'pyspark'))"
+    code = "import sys, benchmarks.cli.app; print(sorted(m for m in sys.modules if m.split('.')[0] == 'pyspark'))"
     loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
     assert loaded.stdout.strip() == "[]", loaded.stdout

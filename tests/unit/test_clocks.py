@@ -7,8 +7,9 @@ import sys
 
 import pytest
 
-from benchmarks import clocks, faults, ssh
-from benchmarks.ansible import PlaybookResult
+from benchmarks.harness import faults
+from benchmarks.hosts import clocks, ssh
+from benchmarks.hosts.ansible import PlaybookResult
 from tests.conftest import ROOT
 
 LAB = ROOT / "inventories" / "lab"
@@ -16,7 +17,7 @@ LOCAL = ROOT / "inventories" / "local"
 
 
 def test_the_ssh_command_is_the_one_ansible_would_use():
-    from benchmarks import inventory
+    from benchmarks.hosts import inventory
 
     _, resolver = inventory.read(LAB)
     command = ssh.ssh_command("lab2", resolver("lab2"), clocks.ECHO_CLOCK)

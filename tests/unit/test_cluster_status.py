@@ -14,9 +14,10 @@ from types import SimpleNamespace as NS
 import pytest
 from cryptography.hazmat.primitives import serialization
 
-from benchmarks import cluster, host_probe, inventory
-from benchmarks.inventory import ZooKeeperServer
-from benchmarks.kafka_protocol import BrokerInfo, PartitionInfo, Quorum, Replica
+from benchmarks.hosts import host_probe, inventory
+from benchmarks.hosts.inventory import ZooKeeperServer
+from benchmarks.kafka import cluster
+from benchmarks.kafka.kafka_protocol import BrokerInfo, PartitionInfo, Quorum, Replica
 from tests.conftest import KRAFT_INVENTORY, LOCAL_INVENTORY, ROOT
 
 sys.path.insert(0, str(ROOT / "collections"))
@@ -179,7 +180,7 @@ def test_zookeeper_mode_speaks_tls_to_a_tls_client_port_and_checks_its_certifica
     ({"metadata.version": 99}, "kraft", ""),  # a level newer than this project knows: the release is unknown
 ])
 def test_a_cluster_given_by_bootstrap_is_described_by_its_brokers(features, mode, release):
-    from benchmarks.connection import Connection
+    from benchmarks.core.connection import Connection
 
     given = Connection("kafka.example:9092", source="--bootstrap")
     inv = cluster.discover(given, admin_factory=lambda conn: FakeAdmin([2, 0, 1], {}), features=lambda conn: features)
@@ -278,7 +279,7 @@ def test_a_fault_aimed_at_a_broker_does_not_wait_on_the_quorum_of_paused_kraft_n
     (leader or follower of a partition) needs only the brokers' side (fenced brokers, ISR, ELR):
     without `read_quorum` the describe asks no DescribeQuorum, and with the nodes under a fault
     asked last it waits on none of them."""
-    from benchmarks import kafka_protocol
+    from benchmarks.kafka import kafka_protocol
 
     asked: list[tuple[str, str]] = []
     nodes = KRaftNode({"127.0.0.1:9092", "127.0.0.1:9093", "127.0.0.1:9192", "127.0.0.1:9193"}, asked)

@@ -1,9 +1,9 @@
-"""Results in the documentation come from committed result files (benchmarks/docs_results.py)."""
+"""Results in the documentation come from committed result files (benchmarks/docs/docs_results.py)."""
 
 import csv
 import json
 
-from benchmarks import docs_results
+from benchmarks.docs import docs_results
 
 COLUMNS = ("scenario", "trial", "fault", "acked", "sent", "lost", "unseen", "checked", "valid", "kafka_version",
            "metadata_mode", "unavailable_in_fault_s", "new_leader_s", "verdict")

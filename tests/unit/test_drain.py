@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from benchmarks.runner import DRAIN_QUIET_S, Drain
+from benchmarks.harness.runner import DRAIN_QUIET_S, Drain
 
 
 class Clock:

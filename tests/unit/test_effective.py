@@ -1,7 +1,8 @@
 """The effective configuration of a run: what effective-config.json holds, and the differences
 from the scenario that make a run invalid (no cluster: the record is built as the cluster reports it)."""
 
-from benchmarks import effective, scenario
+from benchmarks.harness import effective
+from benchmarks.spec import scenario
 
 
 def _scenario(**client):

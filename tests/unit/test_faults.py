@@ -8,11 +8,12 @@ import random
 import pytest
 from pydantic import TypeAdapter
 
-from benchmarks import faults, inventory
-from benchmarks.ansible import PlaybookResult
-from benchmarks.cluster import BrokerState, ClusterStatus, ControllerState, PartitionState, QuorumState
-from benchmarks.fault_kinds import KINDS, Fault, spec_of
-from benchmarks.fault_targets import FaultError, Resolved, Situation
+from benchmarks.harness import faults
+from benchmarks.hosts import inventory
+from benchmarks.hosts.ansible import PlaybookResult
+from benchmarks.kafka.cluster import BrokerState, ClusterStatus, ControllerState, PartitionState, QuorumState
+from benchmarks.spec.fault_kinds import KINDS, Fault, spec_of
+from benchmarks.spec.fault_targets import FaultError, Resolved, Situation
 from tests.conftest import LOCAL_INVENTORY, ROOT
 
 INV = inventory.load(LOCAL_INVENTORY)

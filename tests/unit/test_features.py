@@ -1,14 +1,14 @@
 """Feature levels a scenario asks for: finalized with the cluster's tool only where they differ,
-waited for on every broker, and recorded (benchmarks/features.py), without a cluster."""
+waited for on every broker, and recorded (benchmarks/harness/features.py), without a cluster."""
 
 from __future__ import annotations
 
 import pytest
 
-from benchmarks import features
-from benchmarks.ansible import PlaybookResult, TaskFailure
-from benchmarks.inventory import load
-from benchmarks.workload import Workload
+from benchmarks.harness import features
+from benchmarks.hosts.ansible import PlaybookResult, TaskFailure
+from benchmarks.hosts.inventory import load
+from benchmarks.spec.workload import Workload
 from tests.conftest import KRAFT_INVENTORY
 
 INV = load(KRAFT_INVENTORY)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from benchmarks import inventory
+from benchmarks.hosts import inventory
 from tests.conftest import LOCAL_INVENTORY, ROOT
 
 

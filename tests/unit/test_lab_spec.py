@@ -10,8 +10,8 @@ import subprocess
 import pytest
 import yaml
 
-from benchmarks import inventory as inventory_lib
-from benchmarks import lab, lab_spec
+from benchmarks.hosts import inventory as inventory_lib
+from benchmarks.hosts import lab, lab_spec
 from tests.conftest import ROOT
 
 GROUP_VARS = {

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pyarrow.parquet as pq
 
-from benchmarks import ledger
+from benchmarks.record import ledger
 
 
 class Clock:

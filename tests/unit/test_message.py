@@ -1,9 +1,9 @@
-"""The message contract (benchmarks/message.py): one definition for every producer and reader."""
+"""The message contract (benchmarks/record/message.py): one definition for every producer and reader."""
 
 import re
 
-from benchmarks import message
-from benchmarks.paths import PROJECT_ROOT
+from benchmarks.core.paths import PROJECT_ROOT
+from benchmarks.record import message
 
 JAVA = PROJECT_ROOT / "benchmarks" / "java" / "LedgerProducer.java"
 

@@ -2,7 +2,7 @@
 
 import tomllib
 
-from benchmarks.paths import PROJECT_ROOT
+from benchmarks.core.paths import PROJECT_ROOT
 
 # Run from the checkout only (`make perf*`): the harness measuring itself, no part of the product.
 NOT_SHIPPED = {"benchmarks.perf"}

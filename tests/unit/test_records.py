@@ -7,8 +7,8 @@ import json
 import pydantic
 import pytest
 
-from benchmarks import records
-from benchmarks.event_log import EventLog
+from benchmarks.record import records
+from benchmarks.record.event_log import EventLog
 
 
 def test_events_are_stamped_written_and_read_back_typed(tmp_path):

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from benchmarks import client_profile, fault_kinds, procedures, reference, scenario, workload
+from benchmarks.docs import reference
+from benchmarks.spec import client_profile, fault_kinds, procedures, scenario, workload
 
 
 def test_the_committed_references_are_not_stale():
@@ -31,7 +32,7 @@ def test_types_defaults_and_bounds_are_read_from_the_model():
 
 
 def test_every_suite_and_each_of_its_files_is_in_the_catalogue_with_the_targets_that_run_it():
-    from benchmarks import paths
+    from benchmarks.core import paths
 
     page = reference.suites_page()
     for suite_dir in (d for d in paths.SUITES.iterdir() if d.is_dir()):

@@ -8,10 +8,12 @@ from pathlib import Path
 import pytest
 from confluent_kafka import KafkaError, KafkaException
 
-from benchmarks import records, retry, topics
-from benchmarks.ansible import PlaybookResult, TaskFailure
-from benchmarks.cluster import ClusterUnreachable
-from benchmarks.wait import WaitTimeout
+from benchmarks.core.wait import WaitTimeout
+from benchmarks.harness import retry
+from benchmarks.hosts.ansible import PlaybookResult, TaskFailure
+from benchmarks.kafka import topics
+from benchmarks.kafka.cluster import ClusterUnreachable
+from benchmarks.record import records
 
 
 class FakeClock:

@@ -22,13 +22,15 @@ from typing import Any
 import pytest
 from confluent_kafka import KafkaError, KafkaException
 
-from benchmarks import cluster, records, retry, run_state
-from benchmarks import final_read as final_read_lib
-from benchmarks import inventory as inventory_lib
-from benchmarks import runner as runner_lib
-from benchmarks import scenario as sc
-from benchmarks.ansible import PlaybookResult, TaskFailure
-from benchmarks.connection import Connection
+from benchmarks.core.connection import Connection
+from benchmarks.harness import final_read as final_read_lib
+from benchmarks.harness import retry, run_state
+from benchmarks.harness import runner as runner_lib
+from benchmarks.hosts import inventory as inventory_lib
+from benchmarks.hosts.ansible import PlaybookResult, TaskFailure
+from benchmarks.kafka import cluster
+from benchmarks.record import records
+from benchmarks.spec import scenario as sc
 from tests.conftest import LOCAL_INVENTORY
 
 # The steps of a run in order (runner.execute), and which double each one's errors come from.

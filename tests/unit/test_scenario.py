@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from benchmarks import client_profile, scenario_file
-from benchmarks import scenario as sc
+from benchmarks.spec import client_profile, scenario_file
+from benchmarks.spec import scenario as sc
 from tests.conftest import ROOT
 
 THREE_BROKERS = sc.ClusterShape(broker_ids=(0, 1, 2), hosts=1)

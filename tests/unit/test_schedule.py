@@ -9,14 +9,15 @@ from pathlib import Path
 import pytest
 from pydantic import TypeAdapter
 
-from benchmarks import faults, inventory, run_state, runner, schedule
-from benchmarks.ansible import PlaybookResult, ProgressEvent, TaskFailure
-from benchmarks.cluster import BrokerState, ClusterStatus, PartitionState
-from benchmarks.connection import Connection
-from benchmarks.fault_kinds import Fault
-from benchmarks.fault_targets import FaultError, Resolved, Situation
-from benchmarks.procedures import Procedure
-from benchmarks.scenario import Scenario
+from benchmarks.core.connection import Connection
+from benchmarks.harness import faults, run_state, runner, schedule
+from benchmarks.hosts import inventory
+from benchmarks.hosts.ansible import PlaybookResult, ProgressEvent, TaskFailure
+from benchmarks.kafka.cluster import BrokerState, ClusterStatus, PartitionState
+from benchmarks.spec.fault_kinds import Fault
+from benchmarks.spec.fault_targets import FaultError, Resolved, Situation
+from benchmarks.spec.procedures import Procedure
+from benchmarks.spec.scenario import Scenario
 from tests.conftest import LOCAL_INVENTORY
 
 PROCEDURE = TypeAdapter(Procedure)
@@ -434,7 +435,7 @@ def test_a_recurring_fault_is_an_injection_every_period_each_healed_after_its_du
     ({"kind": "broker-kill", "every_s": 5, "duration_s": 2, "count": 0}, "greater than or equal to 1"),
 ])
 def test_a_recurring_fault_is_validated(fault, message):
-    from benchmarks import scenario as sc
+    from benchmarks.spec import scenario as sc
 
     with pytest.raises(sc.ScenarioError) as info:
         sc.parse({"scenario": {"name": "n", "workload": {"duration_s": 20}, "faults": [fault]}}, "n.yml")

@@ -13,9 +13,10 @@ from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.serialization import pkcs12
 
-from benchmarks import connection, kafka_auth
-from benchmarks import scenario as scenario_lib
-from benchmarks.client_profile import ClientProfile
+from benchmarks.core import connection
+from benchmarks.kafka import kafka_auth
+from benchmarks.spec import scenario as scenario_lib
+from benchmarks.spec.client_profile import ClientProfile
 from tests.conftest import ROOT
 
 sys.path.insert(0, str(ROOT / "collections"))

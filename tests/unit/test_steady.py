@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from benchmarks import cluster, steady
-from benchmarks.wait import WaitTimeout, wait_until
+from benchmarks.core.wait import WaitTimeout, wait_until
+from benchmarks.harness import steady
+from benchmarks.kafka import cluster
 
 
 class FakeClock:

@@ -10,8 +10,8 @@ from typing import Any
 
 import pyarrow.parquet as pq
 
-from benchmarks.connection import Connection
-from benchmarks.timeline import TimelineSampler
+from benchmarks.core.connection import Connection
+from benchmarks.harness.timeline import TimelineSampler
 
 TOPIC = "kb-test"
 

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from benchmarks import load
-from benchmarks.connection import Connection
-from benchmarks.scenario import Scenario
-from benchmarks.workers import LoadProcesses
+from benchmarks.core.connection import Connection
+from benchmarks.harness import load
+from benchmarks.harness.workers import LoadProcesses
+from benchmarks.spec.scenario import Scenario
 
 
 class Exited:
@@ -56,9 +56,9 @@ def test_the_load_is_only_ever_extended(tmp_path):
 
 
 def test_the_java_producer_gets_the_schedule_and_the_transactional_profile_it_shares_with_librdkafka():
-    from benchmarks import java_load, load
-    from benchmarks import transactions as txns
-    from benchmarks.connection import Connection
+    from benchmarks.core.connection import Connection
+    from benchmarks.harness import java_load, load
+    from benchmarks.harness import transactions as txns
 
     args = load.ProducerArgs(1, "r123456789", Connection.plaintext("127.0.0.1:9092"), "kb-t", {"linger.ms": 5},
                              200.0, 10**18, 10**18 + 10**9, 100, 16, "/nowhere",
