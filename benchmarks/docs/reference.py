@@ -1,9 +1,9 @@
 """The scenario and fault-kind references (docs/reference/), generated from the pydantic models
 that validate a scenario: every field with its type, default and allowed values, described by
-the comment the model gives it; and the catalogue of the built-in suites, generated from their
-scenario files and the Makefile targets that run them. A test fails when a committed page
-differs from what this module generates; `make docs` (python -m benchmarks.docs.reference) writes
-them again."""
+the comment the model gives it; the catalogue of the built-in suites, generated from their
+scenario files and the Makefile targets that run them; and the package's layers (`layers`). A
+test fails when a committed page differs from what this module generates; `make docs`
+(python -m benchmarks.docs.reference) writes them again."""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 
 from benchmarks.core import paths
+from benchmarks.docs import layers
 from benchmarks.spec import client_profile, fault_kinds, fault_spec, fault_targets, procedures, scenario, workload
 
 DOCS = paths.PROJECT_ROOT / "docs" / "reference"
@@ -254,7 +255,8 @@ def suites_page() -> str:
     return "\n".join(out).rstrip() + "\n"
 
 
-PAGES = {"scenario.md": scenario_page, "faults.md": faults_page, "suites.md": suites_page}
+PAGES = {"scenario.md": scenario_page, "faults.md": faults_page, "suites.md": suites_page,
+         "layers.md": layers.layers_page}
 
 
 def stale(directory: Path = DOCS) -> list[str]:

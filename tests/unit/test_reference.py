@@ -42,3 +42,17 @@ def test_every_suite_and_each_of_its_files_is_in_the_catalogue_with_the_targets_
     assert "Run by `make bench` (on `inventories/local --quick`)" in page
     assert "The same file as `durability/10-negative-acks1-lagging-followers.yml`." in page
     assert "60 runs (a sweep; 12 points skipped); 2 + 20 s of load." in page
+
+
+def test_the_layers_page_has_every_layer_of_the_contract_and_every_module_of_each():
+    from benchmarks.docs import layers
+
+    page = layers.layers_page()
+    order = layers.layer_order()
+    assert order[0] == "cli" and order[-1] == "core"
+    for layer in order:
+        assert f"## `benchmarks.{layer}`" in page
+        for module in (layers.PACKAGE / layer).rglob("*.py"):
+            if module.name != "__init__.py":
+                dotted = module.relative_to(layers.PACKAGE).with_suffix("").as_posix().replace("/", ".")
+                assert f"| `{dotted}` |" in page
