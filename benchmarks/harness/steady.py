@@ -22,6 +22,7 @@ from typing import Any
 from benchmarks.core.codes import CLIENT_NAME_PREFIX
 from benchmarks.core.connection import Connection, silent_logger
 from benchmarks.core.wait import WaitTimeout, wait_until
+from benchmarks.harness import retry
 from benchmarks.hosts.inventory import ClusterInventory
 from benchmarks.kafka import cluster, topics
 from benchmarks.record.message import WARMUP_TAG, key_bytes
@@ -82,7 +83,13 @@ def wait_recovered(inventory: ClusterInventory, timeout_s: float = 180.0,
             for p in off_preferred(status):
                 moved.setdefault(p.topic, []).append(p.partition)
             for topic, parts in moved.items():
-                elect(topic, parts)
+                try:
+                    elect(topic, parts)
+                except Exception as exc:  # a controller still busy after a fault: ask again next round
+                    code = retry.retriable(exc)
+                    if code is None:
+                        raise
+                    last.append(f"electing the preferred leaders of {topic}: {code}")
         return not last
 
     try:

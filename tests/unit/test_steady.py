@@ -52,6 +52,28 @@ def test_a_run_waits_for_under_replicated_partitions_and_then_moves_the_preferre
     assert waited == 3 and elected == [("t", [0])]
 
 
+def test_an_election_that_times_out_is_asked_again_and_any_other_error_is_raised():
+    from confluent_kafka import KafkaError, KafkaException
+
+    clock = FakeClock()
+    off = status(partitions=(("t", 0, 0, (1, 0, 2), (0, 2, 1)),))
+    states = iter([off, off, status(partitions=(("t", 0, 1, (1, 0, 2), (0, 2, 1)),))])
+    answers = iter([KafkaException(KafkaError(KafkaError._TIMED_OUT)), None])
+
+    def elect(topic, parts):
+        answer = next(answers)
+        if answer is not None:
+            raise answer
+
+    assert steady.wait_recovered(None, describe=lambda: next(states), elect=elect, clock=clock, sleep=clock.sleep) == 2
+
+    def refused(topic, parts):
+        raise KafkaException(KafkaError(KafkaError.CLUSTER_AUTHORIZATION_FAILED))
+
+    with pytest.raises(KafkaException):
+        steady.wait_recovered(None, describe=lambda: off, elect=refused, clock=clock, sleep=clock.sleep)
+
+
 def test_a_cluster_that_does_not_recover_is_named():
     clock = FakeClock()
     stuck = status(partitions=(("__consumer_offsets", 7, 1, (1, 2, 0), (1,)),))
