@@ -12,7 +12,7 @@ INVENTORY ?= inventories/local
 # Tools the tests and playbooks start (ansible-playbook, molecule, ...) come from the venv.
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: docs perf-report bench bench-durability bench-kraft bench-operations bench-evidence bench-lab bench-lab-kraft bench-operations-lab perf perf-deps perf-analysis report test test-full test-deps test-unit test-cluster test-roles test-lab lint install cluster-up cluster-down cluster-status lab-deps lab-up lab-down clean
+.PHONY: docs perf-ansible perf-report bench bench-durability bench-kraft bench-operations bench-evidence bench-lab bench-lab-kraft bench-operations-lab perf perf-deps perf-analysis report test test-full test-deps test-unit test-cluster test-roles test-lab lint install cluster-up cluster-down cluster-status lab-deps lab-up lab-down clean
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -102,6 +102,11 @@ docs: install
 ## make perf-report DIR=benchmarks/results/<time>-seeds
 perf-report: install
 	$(BIN)/python -m benchmarks.perf.analysis_keep $(DIR)
+
+## Where a playbook's wall time goes (per task, role, module), from ansible-runner's events:
+## make perf-ansible RUNS='.runner/<time>-site-<id> ...'
+perf-ansible: install
+	$(BIN)/python -m benchmarks.perf.ansible_time $(RUNS)
 
 ## Re-analyse a results directory: make report DIR=benchmarks/results/<time>-seeds
 report: install
