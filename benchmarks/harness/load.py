@@ -24,7 +24,7 @@ from benchmarks.core.connection import Connection, silent_logger
 from benchmarks.harness import transactions as txns
 from benchmarks.kafka import broker_errors
 from benchmarks.record import ledger
-from benchmarks.record.message import HEADER, key_bytes, key_of, record_consumed, run_tag
+from benchmarks.record.message import HEADER, bind_keys, record_consumed, run_tag
 
 COUNTERS = 4  # per producer: sent, acked, failed, indeterminate; per consumer: consumed, joined, -, -
 JOINED = 1  # a consumer's slot: set once the group has assigned it its partitions (or none)
@@ -133,7 +133,8 @@ def producer_main(args: ProducerArgs, counters, slot: int, end=None) -> None:
         return -(-(end_ns() - args.start_ns) // interval_ns) if interval_ns else 0
 
     scheduled = on_schedule()
-    start_ns, index, keys = args.start_ns, args.index, args.keys
+    start_ns, index = args.start_ns, args.index
+    key_number, key_encoded = bind_keys(index, args.keys)
     unpack, pack, sink, time_ns = HEADER.unpack_from, out.ROW.pack, out.row_sink(), time.time_ns
     seq = 0        # the next message to send
     reports = 0    # delivery reports served since the callback last looked at the schedule
@@ -144,7 +145,7 @@ def producer_main(args: ProducerArgs, counters, slot: int, end=None) -> None:
         _, _, sent_seq, sent = unpack(msg.value())
         reported[sent_seq] = 1
         intended = start_ns + sent_seq * interval_ns if interval_ns else sent
-        key = key_of(index, sent_seq, keys)
+        key = key_number(sent_seq)
         if err is None:
             offset = msg.offset()
             sink(pack(sent_seq, key, intended, sent, now, msg.partition(),
@@ -184,13 +185,12 @@ def producer_main(args: ProducerArgs, counters, slot: int, end=None) -> None:
         the client has had a fatal error (an idempotent producer's broken sequence: the instance
         is unusable) and must be replaced (`replace_producer`, outside any callback)."""
         nonlocal seq
-        key = key_of(index, seq, keys)
         if txn is not None and not txn.admit(producer, seq, now):
             return False
         reported.append(0)
         try:
             produce(topic, HEADER.pack(tag, index, seq, now) + padding,
-                    key=key_bytes(key), on_delivery=on_delivery)
+                    key=key_encoded(seq), on_delivery=on_delivery)
         except BufferError:
             reported.pop()
             return False
@@ -280,9 +280,8 @@ def producer_main(args: ProducerArgs, counters, slot: int, end=None) -> None:
         publish(counters, base, stats)
     for seq_left in (s for s, done in enumerate(reported) if not done):  # no delivery report at all
         intended = start_ns + seq_left * interval_ns if interval_ns else None
-        key = key_of(index, seq_left, keys)
-        out.append(args.run_id, index, seq_left, key, intended, None, None, "indeterminate", None, None, "_NO_REPORT",
-                   None)
+        out.append(args.run_id, index, seq_left, key_number(seq_left), intended, None, None, "indeterminate", None, None,
+                   "_NO_REPORT", None)
         stats[3] += 1
     out.close()
     publish(counters, base, stats)

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import struct
 import time
-from typing import Any
+from collections.abc import Callable
+from typing import Any, NamedTuple
 
 from benchmarks.record import ledger
 
@@ -43,6 +44,35 @@ def key_of(producer: int, seq: int, keys: int) -> int:
 def key_bytes(key: int) -> bytes | None:
     """The key as sent: None for -1 (no key)."""
     return None if key < 0 else b"%s%d" % (KEY_PREFIX.encode(), key)
+
+
+# Up to this many keys, a producer makes every key's bytes once (`bind_keys`); beyond, per message.
+KEY_TABLE_MAX = 1 << 16
+
+
+class ProducerKeys(NamedTuple):
+    """The key rule bound to one producer, for its hot path: `number(seq)` is
+    `key_of(producer, seq, keys)` and `encoded(seq)` is `key_bytes` of it."""
+
+    number: Callable[[int], int]
+    encoded: Callable[[int], bytes | None]
+
+
+def bind_keys(producer: int, keys: int) -> ProducerKeys:
+    """`key_of` and `key_bytes` of `producer`'s messages, with what does not depend on the
+    sequence number worked out once (a message costs a modulo and, up to KEY_TABLE_MAX keys, a
+    list lookup instead of two calls and a bytes format)."""
+    if not keys:
+        return ProducerKeys(lambda seq: -1, lambda seq: None)
+    start = producer * KEY_STRIDE
+
+    def number(seq: int) -> int:
+        return (start + seq) % keys
+
+    if keys > KEY_TABLE_MAX:
+        return ProducerKeys(number, lambda seq: key_bytes((start + seq) % keys))
+    table = [key_bytes(key) for key in range(keys)]
+    return ProducerKeys(number, lambda seq: table[(start + seq) % keys])
 
 
 def record_consumed(out: ledger.LedgerWriter, run_id: str, group: str, consumer: str, msg: Any) -> None:

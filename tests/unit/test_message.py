@@ -2,6 +2,8 @@
 
 import re
 
+import pytest
+
 from benchmarks.core.paths import PROJECT_ROOT
 from benchmarks.record import message
 
@@ -32,6 +34,14 @@ def test_each_producer_walks_every_key_from_its_own_starting_point():
     assert first[0] == 0 and second[0] == 7919 % keys
     assert message.key_bytes(message.key_of(2, 5, 100)) == b"k43"  # (2 * 7919 + 5) % 100
     assert message.key_of(2, 5, 0) == -1 and message.key_bytes(-1) is None
+
+
+@pytest.mark.parametrize("keys", [0, 1, 100, message.KEY_TABLE_MAX, message.KEY_TABLE_MAX + 1])
+def test_a_producers_bound_keys_are_the_rule_whether_tabled_or_not(keys):
+    bound = message.bind_keys(3, keys)
+    for seq in (0, 1, 99, 100, 12_345, 10**9 + 7):
+        assert bound.number(seq) == message.key_of(3, seq, keys)
+        assert bound.encoded(seq) == message.key_bytes(message.key_of(3, seq, keys))
 
 
 def test_the_java_producer_writes_the_header_the_contract_defines():
