@@ -129,8 +129,9 @@ perf-deps:
 	$(call apt-install,$(PERF_PACKAGES),test -f /usr/include/librdkafka/rdkafka.h,the C reference loop)
 
 ## The tests: unit, tools and lint, Spark analysis, the local clusters (ZooKeeper and KRaft) with the
-## main job (`kafka-bench run seeds --quick`) on the first, install sources, then the multi-host
-## lab; the long end-to-end checks (marked `long`, Molecule among them) are left to `make test-full`.
+## main job (`kafka-bench run seeds --quick`) on the first, install sources, each role's Molecule
+## scenario, then the multi-host lab; the long end-to-end checks (marked `long`) are left to
+## `make test-full`.
 ## Every Debian package a test uses is installed first: a test never skips for a missing one.
 test: install test-deps
 	$(BIN)/python -m pytest
@@ -139,12 +140,11 @@ test: install test-deps
 ## Everything `make test` runs and the long checks besides (marked `long`): the ZooKeeper -> KRaft
 ## migration and its rollback, the 3.9 -> 4.3 upgrade and the throttled reassignment, the broker
 ## replaced by a new id, the KRaft rolling restart, active-controller kill, leader kill (and its
-## comparison with ZooKeeper) and unclean election with ELR on, the unclean-election,
-## acks=1-below-min-ISR, refused-write (seed 004), consumer-failover, runner-SIGKILL and
-## check-mode runs on ZooKeeper, the Apache archive's wrong checksum and the local archive, the secured
-## ZooKeeper cluster, the exactly-once run on the Java producer, the roles'
-## Molecule scenarios, the perf loops, the lab's second deploy, kill-then-isolate run, ZooKeeper
-## ensemble and rolling restart, the KRaft lab. About 2.5 hours here.
+## comparison with ZooKeeper) and unclean election with ELR on, the acks=1-below-min-ISR,
+## refused-write (seed 004), consumer-failover, runner-SIGKILL and check-mode runs on ZooKeeper,
+## the Apache archive's wrong checksum and the local archive, the secured ZooKeeper cluster, the
+## perf loops, the lab's second deploy, kill-then-isolate run, ZooKeeper ensemble and rolling
+## restart, the KRaft lab. About 2.5 hours here.
 test-full: install test-deps
 	$(BIN)/python -m pytest -m 'not lab'
 	$(MAKE) test-lab LAB_TESTS=lab

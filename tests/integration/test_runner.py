@@ -142,7 +142,6 @@ def test_negative_control_acks_1_with_lagging_followers_loses_acked_writes(deplo
     assert len({f.hosts[0] for f in summary.faults}) == 3, "the two pauses and the kill hit three different brokers"
 
 
-@pytest.mark.long
 def test_negative_control_unclean_election_loses_acked_writes(deployed_cluster, runner, tmp_path, spark):
     """acks=all does not help when a stale follower may be elected: if this loses nothing, the harness is blind."""
     run, _elr_on = sc.load(ROOT / "benchmarks" / "suites" / "durability" / "11-negative-unclean-election.yml")
@@ -176,9 +175,7 @@ def test_acks_1_below_min_isr_is_acknowledged_but_unreadable_until_the_isr_grows
 CLIENTS = {"librdkafka": "librdkafka ", "java": "Kafka Java producer 4.3.1"}
 
 
-# The Java producer's variant is in `make test-full`: make test's time goes to the checks its
-# issues name, and the same run on librdkafka is one of them.
-@pytest.fixture(scope="module", params=["librdkafka", pytest.param("java", marks=pytest.mark.long)])
+@pytest.fixture(scope="module", params=["librdkafka", "java"])
 def exactly_once_run(request, deployed_cluster, runner, tmp_path_factory) -> tuple[str, Path, records.RunSummary, Any]:
     """A 30 s variant of evidence/20 (one leader kill) on one producer library, and its analysis."""
     library = request.param

@@ -129,6 +129,7 @@ def test_every_listener_is_secured_and_a_second_deploy_changes_nothing(secure, r
         assert props["listener.security.protocol.map"] == "SASL_SSL:SASL_SSL"
         assert props["authorizer.class.name"] == "kafka.security.authorizer.AclAuthorizer"
         assert props["zookeeper.ssl.client.enable"] == "true" and props["zookeeper.set.acl"] == "true"
+        _assert_zookeeper_speaks_tls_only_refuses_sessions_without_sasl_and_locks_the_brokers_znodes(cluster, inv)
     # Secrets: readable by their owner (and the service's group) only.
     assert _mode(state / "broker1" / "config" / "server.properties") == "0o640"
     assert _mode(state / "broker1" / "config" / "tls") == "0o750"
@@ -142,10 +143,9 @@ def test_every_listener_is_secured_and_a_second_deploy_changes_nothing(secure, r
     assert second.count("changed") == 0
 
 
-def test_zookeeper_speaks_tls_only_refuses_sessions_without_sasl_and_locks_the_brokers_znodes(secure):
-    cluster, inv, _ = secure
-    if inv.metadata_mode != "zookeeper":
-        pytest.skip("KRaft clusters have no ZooKeeper")
+def _assert_zookeeper_speaks_tls_only_refuses_sessions_without_sasl_and_locks_the_brokers_znodes(
+        cluster: Secured, inv: inventory.ClusterInventory) -> None:
+    """ZooKeeper mode's listener besides the brokers': the ensemble's."""
     [zk] = inv.zookeepers
     zoo_cfg = cluster.state / "zk0" / "config" / "zoo.cfg"
     settings = _properties(zoo_cfg)

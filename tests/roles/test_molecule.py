@@ -17,11 +17,8 @@ ROLES = sorted(p.parents[2].name for p in (ROOT / "roles").glob("*/molecule/defa
 pytestmark = pytest.mark.slow
 
 
-# The scenarios are `make test-full`'s and `make test-roles`'s (marked `long`): `make test` deploys
-# the same roles from nothing through site.yml on ZooKeeper, KRaft and the lab, and checks that a
-# second run changes nothing (ZooKeeper, KRaft) and that check mode works (KRaft), in
-# tests/integration, so its time goes there.
-@pytest.mark.long
+# Each role on its own, apart from the playbooks (its own ports and state directory, so it runs
+# beside nothing else): `make test` and `make test-roles`.
 @pytest.mark.parametrize("role", ROLES)
 def test_molecule_scenario(role):
     # Molecule runs ansible-config and ansible-playbook from PATH: put this environment's first.
