@@ -70,8 +70,9 @@ def bind_keys(producer: int, keys: int) -> ProducerKeys:
         return (start + seq) % keys
 
     if keys > KEY_TABLE_MAX:
-        return ProducerKeys(number, lambda seq: key_bytes((start + seq) % keys))
+        return ProducerKeys(number, lambda seq: key_bytes(number(seq)))
     table = [key_bytes(key) for key in range(keys)]
+    # `number` written out: this lambda runs once per message sent.
     return ProducerKeys(number, lambda seq: table[(start + seq) % keys])
 
 
