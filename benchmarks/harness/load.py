@@ -163,9 +163,8 @@ def producer_main(args: ProducerArgs, counters, slot: int, end=None) -> None:
             reports = 0
             send_due()
 
-    logger = silent_logger("kafka_bench.producer")
-    said = broker_errors.attach(logger, args.topic)
-    config = args.conn.config({**broker_errors.producer_config(args.config), "logger": logger})
+    said = broker_errors.BrokerErrorLog(args.topic)  # the client's logger: keeps broker errors, prints nothing
+    config = args.conn.config({**broker_errors.producer_config(args.config), "logger": said})
     txn, init_timeout_s = None, 60.0
     if args.transactions is not None:
         init_timeout_s = args.transactions.timeout_ms / 1000

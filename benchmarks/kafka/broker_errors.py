@@ -16,7 +16,6 @@ there is no other API for them.
 
 from __future__ import annotations
 
-import logging
 import re
 import threading
 from typing import Any
@@ -48,22 +47,27 @@ def producer_config(config: dict[str, Any]) -> dict[str, Any]:
     return {**config, "debug": ",".join(dict.fromkeys([*contexts, DEBUG_CONTEXT]))}
 
 
-class BrokerErrorLog(logging.Handler):
-    """A logging handler for the producer's librdkafka logger: the last broker error per
-    partition of `topic` (by error name). Anything else it is given it ignores."""
+class BrokerErrorLog:
+    """The producer's librdkafka logger: keeps the last broker error per partition of `topic`
+    (by error name) and drops every other line, printing nothing.
+
+    Given to the client as its `logger`, it is called as confluent-kafka calls a logger,
+    `log(level, "%s [%s] %s", facility, client name, line)`, once per line, from the client's
+    poll(). With the `msg` context on, that is a line per produce request: a logging.Logger would
+    build a record and find its caller for each (measured: two fifths of a producer's CPU at
+    1,000 messages/s); this tests the line for the one substring that matters first."""
 
     def __init__(self, topic: str) -> None:
-        super().__init__(logging.DEBUG)
         self.topic = topic
         self._last: dict[int, str] = {}
         self._names = _names()
         self._lock = threading.Lock()
 
-    def emit(self, record: logging.LogRecord) -> None:
-        message = record.getMessage()
-        if "encountered error" not in message:  # the cheap test first: most lines are not errors
+    def log(self, _level: int, _format: str, *args: Any) -> None:
+        line = args[-1] if args else ""
+        if not isinstance(line, str) or "encountered error" not in line:  # most lines are not errors
             return
-        match = _MSGSET.search(message)
+        match = _MSGSET.search(line)
         if match is None or match["topic"] != self.topic:
             return
         error = match["error"].strip()
@@ -76,11 +80,3 @@ class BrokerErrorLog(logging.Handler):
             return None
         with self._lock:
             return self._last.get(partition)
-
-
-def attach(logger: logging.Logger, topic: str) -> BrokerErrorLog:
-    """Have `logger` (the one given to librdkafka as `logger`) feed a BrokerErrorLog."""
-    handler = BrokerErrorLog(topic)
-    logger.addHandler(handler)
-    logger.setLevel(logging.DEBUG)
-    return handler

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import logging
-
 from benchmarks.kafka import broker_errors
 
 
-def record(message: str) -> logging.LogRecord:
-    return logging.LogRecord("kafka_bench.producer", logging.DEBUG, __file__, 1, message, None, None)
+def say(said: broker_errors.BrokerErrorLog, line: str) -> None:
+    """One line of the client's log, given as confluent-kafka gives it to its logger."""
+    said.log(7, "%s [%s] %s", "MSGSET", "rdkafka#producer-1", line)
 
 
 def test_the_last_broker_error_per_partition_of_the_topic_is_kept():
@@ -22,7 +21,7 @@ def test_the_last_broker_error_per_partition_of_the_topic_is_kept():
         "encountered error: Broker: Not enough in-sync replicas (actions Retry,MsgNotPersisted)",
         "[thrd:127.0.0.1:9092/0]: 127.0.0.1:9092/0: bench-1 [2]: Produce MessageSet with 9 message(s) (900 bytes)",
     ):
-        said.handle(record(line))
+        say(said, line)
     assert said.last(0) == "NOT_ENOUGH_REPLICAS"
     assert said.last(1) is None  # another topic's partition 1
     assert said.last(2) is None  # a request that did not fail
@@ -31,8 +30,7 @@ def test_the_last_broker_error_per_partition_of_the_topic_is_kept():
 
 def test_an_error_librdkafka_has_no_name_for_is_kept_in_its_words():
     said = broker_errors.BrokerErrorLog("t")
-    said.handle(record("t [4]: MessageSet with 1 message(s) (MsgId 1, BaseSeq 0) encountered error: "
-                       "Something new (actions Retry)"))
+    say(said, "t [4]: MessageSet with 1 message(s) (MsgId 1, BaseSeq 0) encountered error: Something new (actions Retry)")
     assert said.last(4) == "Something new"
 
 
@@ -42,12 +40,24 @@ def test_the_debug_context_is_added_to_the_users_own():
     assert broker_errors.producer_config({"debug": "protocol"})["debug"] == "protocol,msg"
 
 
-def test_attached_to_a_silent_logger_it_sees_debug_records_and_prints_nothing(capsys):
-    from benchmarks.core.connection import silent_logger
+def test_a_real_client_calls_it_as_its_logger_and_it_prints_nothing(capsys):
+    """confluent-kafka's own call shape: the client logs its first line when it is created
+    (no broker needed); an error line given the same way is kept."""
+    from confluent_kafka import Producer
 
-    logger = silent_logger("kafka_bench.test_broker_errors")
-    said = broker_errors.attach(logger, "t")
-    logger.debug("t [0]: MessageSet with 1 message(s) (MsgId 1, BaseSeq 0) encountered error: "
-                 "Broker: Not enough in-sync replicas (actions Retry)")
+    class Recording(broker_errors.BrokerErrorLog):
+        def log(self, *args):
+            calls.append(args)
+            super().log(*args)
+
+    calls: list[tuple] = []
+    said = Recording("t")
+    producer = Producer({"bootstrap.servers": "127.0.0.1:1", "debug": "msg", "logger": said})
+    producer.poll(0)
+    assert {args[1] for args in calls} == {"%s [%s] %s"}
+    assert any(args[2] == "INIT" and "librdkafka" in args[-1] for args in calls)
+    say(said, "t [0]: MessageSet with 1 message(s) (MsgId 1, BaseSeq 0) encountered error: "
+              "Broker: Not enough in-sync replicas (actions Retry)")
     assert said.last(0) == "NOT_ENOUGH_REPLICAS"
+    del producer
     assert capsys.readouterr() == ("", "")
