@@ -252,6 +252,7 @@ def producer_main(args: ProducerArgs, counters, slot: int, end=None) -> None:
     with contextlib.suppress(Exception):
         producer.list_topics(topic, timeout=max(1.0, (start_ns - time_ns()) / 1e9))
     _raise_send_priority(args, bool(scheduled))
+    cpu_start = time.process_time()  # every thread of the process: the loop's and the client's
     if scheduled:
         while seq < scheduled or seq < (scheduled := on_schedule()):
             delay = start_ns + seq * interval_ns - time_ns()
@@ -284,10 +285,12 @@ def producer_main(args: ProducerArgs, counters, slot: int, end=None) -> None:
         stats[3] += 1
     out.close()
     publish(counters, base, stats)
-    if args.ledger_enabled and replaced:  # next to the ledger, for the run's load-end event
+    if args.ledger_enabled:  # next to the ledger, for the run's load-end event
         meta_path = Path(args.ledger_dir, f"producer-{args.index:03d}.json")
         meta = json.loads(meta_path.read_text()) if meta_path.exists() else {"producer": args.index}
-        meta_path.write_text(json.dumps({**meta, "fatal_errors": replaced}))
+        # What sending cost this machine: the process's CPU from the first send to the last report.
+        meta.update(cpu_s=round(time.process_time() - cpu_start, 3), messages=seq)
+        meta_path.write_text(json.dumps({**meta, **({"fatal_errors": replaced} if replaced else {})}))
 
 
 def consumer_main(args: ConsumerArgs, counters, slot: int, stop) -> None:

@@ -23,6 +23,7 @@ import argparse
 import json
 import multiprocessing
 import re
+import resource
 import statistics
 import subprocess
 import tempfile
@@ -54,6 +55,17 @@ def delay_quantiles(delays_ms) -> dict[str, float]:
     """p50 / p99 / p99.9 of send delays in ms (the same interpolation for both loops)."""
     p50, p99, p999 = pc.quantile(delays_ms, q=[0.5, 0.99, 0.999]).to_pylist()
     return {"send_delay_p50_ms": p50, "send_delay_p99_ms": p99, "send_delay_p999_ms": p999}
+
+
+def cpu_cost(cpu_s: float, messages: int, seconds: float) -> dict[str, float]:
+    """What sending cost the machine: CPU microseconds per message, and cores held on average."""
+    return {"cpu_us_per_msg": 1e6 * cpu_s / max(messages, 1), "cpu_cores": cpu_s / seconds}
+
+
+def children_cpu_s() -> float:
+    """User and system CPU of the child processes waited for so far."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def perf_test(inv, records: int, size: int, props: dict[str, str]) -> float:
@@ -95,7 +107,9 @@ def generator(inv, producers: int, seconds: float, size: int, props: dict[str, s
             result.update(sent=table.num_rows, **delay_quantiles(delay))
             if rate:
                 result["achieved_over_target"] = table.num_rows / (rate * seconds)
-                result["send_thread_nice"] = [meta["send_thread_nice"] for meta in load.producer_meta(Path(tmp))]
+                metas = load.producer_meta(Path(tmp))
+                result["send_thread_nice"] = [meta["send_thread_nice"] for meta in metas]
+                result.update(cpu_cost(sum(m["cpu_s"] for m in metas), sum(m["messages"] for m in metas), elapsed))
     return result
 
 
@@ -103,6 +117,7 @@ def native(binary: Path, inv, producers: int, seconds: float, size: int, props: 
            rate: float | None, warmup_s: float = WARMUP_S) -> dict[str, float]:
     """The C reference loop, as `generator` runs the generator: acked/s and, on a schedule,
     achieved / target and the send delays after the warm-up."""
+    cpu_before = children_cpu_s()
     with tempfile.TemporaryDirectory(prefix="kb-perf-native-") as tmp:
         got = native_loop.run(binary, inv.bootstrap_servers, TOPIC, props, producers, rate, time.time_ns() + int(2e9),
                               warmup_s + seconds, warmup_s, size, KEYS, Path(tmp))
@@ -110,7 +125,8 @@ def native(binary: Path, inv, producers: int, seconds: float, size: int, props: 
               "acked_per_s": got.acked / got.elapsed_s}
     if rate:
         result.update(achieved_over_target=len(got.delays_ms) / (rate * seconds),
-                      **delay_quantiles(pa.array(got.delays_ms)))
+                      **delay_quantiles(pa.array(got.delays_ms)),
+                      **cpu_cost(children_cpu_s() - cpu_before, got.sent, got.elapsed_s))
     return result
 
 
@@ -193,13 +209,19 @@ def main() -> None:
         "native_max_per_s": med(r["acked_per_s"] for r in rows["native_max"]),
         "native_same_rate_send_delay_p99_ms": med(r["send_delay_p99_ms"] for r in rows["native_same_rate"]),
         "native_same_rate_achieved_over_target": med(r["achieved_over_target"] for r in rows["native_same_rate"]),
-        "native_half_own_send_delay_p99_ms": med(r["send_delay_p99_ms"] for r in rows["native_half_own"])}
+        "native_half_own_send_delay_p99_ms": med(r["send_delay_p99_ms"] for r in rows["native_half_own"]),
+        "native_same_rate_cpu_us_per_msg": med(r["cpu_us_per_msg"] for r in rows["native_same_rate"])}
+    cpu_half = med(r["cpu_us_per_msg"] for r in rows["half_rate"])
+    cpu_lower = {f"1/{n}": med(r["cpu_us_per_msg"] for r in rows["lower_rates"] if r["fraction"] == f"1/{n}")
+                 for n in LOWER_FRACTIONS}
     results = {
         "settings": {**props, "size": args.size, "producers": args.producers, "repeat": args.repeat,
                      "warmup_rounds": args.warmup_rounds},
         "medians": {"perf_test_per_s": perf, "ledger_on_per_s": on, "ledger_off_per_s": off,
                     "half_rate_achieved_over_target": achieved, "half_rate_send_delay_p99_ms": p99,
                     **{f"rate_{f.replace('/', '_')}_send_delay_p99_ms": v for f, v in lower_p99.items()},
+                    "half_rate_cpu_us_per_msg": cpu_half,
+                    **{f"rate_{f.replace('/', '_')}_cpu_us_per_msg": v for f, v in cpu_lower.items()},
                     **native_medians},
         "ratios": {"generator_over_perf_test": on / perf, "ledger_on_over_off": on / off},
         "targets": {"generator_over_perf_test": ">= 1.0", "ledger_on_over_off": ">= 0.9",
@@ -214,12 +236,18 @@ def main() -> None:
     print(f"  send delay p99 at half rate                : {p99:.3f} ms   (target <= 1 ms)")
     for share, p99_lower in lower_p99.items():
         print(f"  send delay p99 at {share} of the maximum rate   : {p99_lower:.3f} ms")
+    # On a schedule the loop wakes for each message: its CPU per message grows as the rate falls.
+    print(f"  CPU per message at half rate               : {cpu_half:.1f} us")
+    for share, cpu_lower_share in cpu_lower.items():
+        print(f"  CPU per message at {share} of the maximum rate  : {cpu_lower_share:.1f} us")
     if native_medians:
         same, own = native_medians["native_same_rate_send_delay_p99_ms"], native_medians["native_half_own_send_delay_p99_ms"]
         print("C reference loop (same schedule and librdkafka, no Python, no ledger), medians:")
         print(f"  maximum rate                               : {native_medians['native_max_per_s']:,.0f}/s")
         print(f"  send delay p99 at the generator's half rate: {same:.3f} ms   (generator / C loop: {p99 / same:.2f})")
         print(f"  send delay p99 at half its own maximum     : {own:.3f} ms")
+        cpu_c = native_medians["native_same_rate_cpu_us_per_msg"]
+        print(f"  CPU per message at the generator's half rate: {cpu_c:.1f} us   (generator / C loop: {cpu_half / cpu_c:.2f})")
     out = paths.PROJECT_ROOT / "benchmarks" / "results" / f"perf-producer-{time.strftime('%Y%m%dT%H%M%S')}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(results, indent=2))
