@@ -11,11 +11,13 @@ clients apart, and forwards the runner's moves of the end of the load to the pro
 from __future__ import annotations
 
 import json
+import resource
 import shutil
 import signal
 import subprocess
 import tempfile
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -135,6 +137,7 @@ def _produce(args: load.ProducerArgs, counters: Any, slot: int, end: Any, conf: 
     ledger_dir = Path(args.ledger_dir)
     java = shutil.which("java") or "java"
     stderr = log.open("w")
+    cpu_start = time.process_time() + _children_cpu_s()  # the program's CPU is known once it is waited for
     proc = subprocess.Popen([java, "-cp", classpath(), MAIN_CLASS, str(conf)], stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, stderr=stderr, text=True, bufsize=1)
     out = ledger.ProduceLedgerWriter(ledger_dir, name, args.run_id, args.index, enabled=args.ledger_enabled)
@@ -172,13 +175,20 @@ def _produce(args: load.ProducerArgs, counters: Any, slot: int, end: Any, conf: 
         out.close()
         txn_out.close()
         load.publish(counters, base, stats)
+    # What sending cost this machine: the program's CPU (its JVM's start included) and this reader's.
+    cpu_s = round(time.process_time() + _children_cpu_s() - cpu_start, 3)
     meta = {"producer": args.index, "client": describe(), "send_thread_nice_asked": None, "send_thread_nice": None,
-            "error": None, **({"fatal_errors": replaced} if replaced else {})}
+            "error": None, "cpu_s": cpu_s, "messages": stats[0], **({"fatal_errors": replaced} if replaced else {})}
     if args.ledger_enabled:
         (ledger_dir / f"{name}.json").write_text(json.dumps(meta))
     if code:
         tail = log.read_text().strip().splitlines()[-5:]
         raise RuntimeError(f"the Java producer {args.index} exited with code {code}: {' | '.join(tail)}")
+
+
+def _children_cpu_s() -> float:
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return used.ru_utime + used.ru_stime
 
 
 def _forward_end(proc: subprocess.Popen, end: Any, end_ns: int, done: threading.Event) -> None:

@@ -80,9 +80,9 @@ class ConsumerArgs:
     ledger_dir: str
 
 
-def _raise_send_priority(args: ProducerArgs, scheduled: bool) -> None:
+def _raise_send_priority(args: ProducerArgs, scheduled: bool) -> dict[str, Any]:
     """Ask for `send_nice` for this thread only (Linux nice values are per thread), after the
-    client's own threads exist, so they keep theirs; write what was got next to the ledger."""
+    client's own threads exist, so they keep theirs; return what was got, for the ledger's side."""
     got, error = None, None
     if scheduled and args.send_nice is not None:
         try:
@@ -90,10 +90,8 @@ def _raise_send_priority(args: ProducerArgs, scheduled: bool) -> None:
         except OSError as exc:  # not root, no CAP_SYS_NICE: the schedule runs at the default priority
             error = str(exc)
         got = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
-    if args.ledger_enabled:
-        meta = {"producer": args.index, "send_thread_nice_asked": args.send_nice if scheduled else None,
-                "send_thread_nice": got, "error": error}
-        Path(args.ledger_dir, f"producer-{args.index:03d}.json").write_text(json.dumps(meta))
+    return {"producer": args.index, "send_thread_nice_asked": args.send_nice if scheduled else None,
+            "send_thread_nice": got, "error": error}
 
 
 def producer_meta(ledger_dir: Path) -> list[dict[str, Any]]:
@@ -251,7 +249,7 @@ def producer_main(args: ProducerArgs, counters, slot: int, end=None) -> None:
     # that fail, the sends wait for them, which the ledger shows.
     with contextlib.suppress(Exception):
         producer.list_topics(topic, timeout=max(1.0, (start_ns - time_ns()) / 1e9))
-    _raise_send_priority(args, bool(scheduled))
+    priority = _raise_send_priority(args, bool(scheduled))
     cpu_start = time.process_time()  # every thread of the process: the loop's and the client's
     if scheduled:
         while seq < scheduled or seq < (scheduled := on_schedule()):
@@ -286,11 +284,10 @@ def producer_main(args: ProducerArgs, counters, slot: int, end=None) -> None:
     out.close()
     publish(counters, base, stats)
     if args.ledger_enabled:  # next to the ledger, for the run's load-end event
-        meta_path = Path(args.ledger_dir, f"producer-{args.index:03d}.json")
-        meta = json.loads(meta_path.read_text()) if meta_path.exists() else {"producer": args.index}
         # What sending cost this machine: the process's CPU from the first send to the last report.
-        meta.update(cpu_s=round(time.process_time() - cpu_start, 3), messages=seq)
-        meta_path.write_text(json.dumps({**meta, **({"fatal_errors": replaced} if replaced else {})}))
+        meta = {**priority, "cpu_s": round(time.process_time() - cpu_start, 3), "messages": seq,
+                **({"fatal_errors": replaced} if replaced else {})}
+        Path(args.ledger_dir, f"producer-{args.index:03d}.json").write_text(json.dumps(meta))
 
 
 def consumer_main(args: ConsumerArgs, counters, slot: int, stop) -> None:

@@ -190,7 +190,9 @@ def test_kafkas_java_producer_runs_through_sasl_ssl_and_keeps_its_password_out_o
     assert summary["sent"] > 4000 and summary["acked"] == summary["sent"] and summary["acked_lost"] == 0
     assert summary["final_read"] == summary["acked"]
     produce = summary_path.parent / "ledger" / "produce"
-    assert json.loads((produce / "producer-000.json").read_text())["client"].startswith("Kafka Java producer 4.3.1")
+    meta = json.loads((produce / "producer-000.json").read_text())
+    assert meta["client"].startswith("Kafka Java producer 4.3.1")
+    assert meta["messages"] == summary["sent"] and meta["cpu_s"] > 1.0, meta  # a JVM's start alone costs over a second
     settings = _properties(produce / "producer-000.java.properties")
     assert settings["producer.security.protocol"] == "SASL_SSL" and settings["producer.sasl.mechanism"] == "SCRAM-SHA-512"
     assert settings["producer.sasl.jaas.config"] == "***"
