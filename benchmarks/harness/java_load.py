@@ -10,7 +10,6 @@ clients apart, and forwards the runner's moves of the end of the load to the pro
 
 from __future__ import annotations
 
-import json
 import resource
 import shutil
 import signal
@@ -175,12 +174,9 @@ def _produce(args: load.ProducerArgs, counters: Any, slot: int, end: Any, conf: 
         out.close()
         txn_out.close()
         load.publish(counters, base, stats)
-    # What sending cost this machine: the program's CPU (its JVM's start included) and this reader's.
-    cpu_s = round(time.process_time() + _children_cpu_s() - cpu_start, 3)
-    meta = {"producer": args.index, "client": describe(), "send_thread_nice_asked": None, "send_thread_nice": None,
-            "error": None, "cpu_s": cpu_s, "messages": stats[0], **({"fatal_errors": replaced} if replaced else {})}
-    if args.ledger_enabled:
-        (ledger_dir / f"{name}.json").write_text(json.dumps(meta))
+    # The program's CPU (its JVM's start included) and this reader's.
+    load.write_producer_meta(args, load.NO_PRIORITY, time.process_time() + _children_cpu_s() - cpu_start, stats[0],
+                             replaced, client=describe())
     if code:
         tail = log.read_text().strip().splitlines()[-5:]
         raise RuntimeError(f"the Java producer {args.index} exited with code {code}: {' | '.join(tail)}")

@@ -90,12 +90,25 @@ def _raise_send_priority(args: ProducerArgs, scheduled: bool) -> dict[str, Any]:
         except OSError as exc:  # not root, no CAP_SYS_NICE: the schedule runs at the default priority
             error = str(exc)
         got = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
-    return {"producer": args.index, "send_thread_nice_asked": args.send_nice if scheduled else None,
-            "send_thread_nice": got, "error": error}
+    return {"send_thread_nice_asked": args.send_nice if scheduled else None, "send_thread_nice": got, "error": error}
+
+
+NO_PRIORITY: dict[str, Any] = {"send_thread_nice_asked": None, "send_thread_nice": None, "error": None}
+
+
+def write_producer_meta(args: ProducerArgs, priority: dict[str, Any], cpu_s: float, messages: int,
+                        replaced: list[dict[str, Any]], **more: Any) -> None:
+    """Next to the ledger, for the run's load-end event (`producer_meta`): what one producer process
+    got for itself (`_raise_send_priority`, or NO_PRIORITY), what sending cost this machine (CPU
+    seconds for `messages` sent) and every fatal error that replaced its client."""
+    if args.ledger_enabled:
+        meta = {"producer": args.index, **more, **priority, "cpu_s": round(cpu_s, 3), "messages": messages,
+                **({"fatal_errors": replaced} if replaced else {})}
+        Path(args.ledger_dir, f"producer-{args.index:03d}.json").write_text(json.dumps(meta))
 
 
 def producer_meta(ledger_dir: Path) -> list[dict[str, Any]]:
-    """What each producer process of a produce ledger got for itself (`_raise_send_priority`)."""
+    """What each producer process of a produce ledger recorded (`write_producer_meta`)."""
     return [json.loads(p.read_text()) for p in sorted(Path(ledger_dir).glob("producer-*.json"))]
 
 
@@ -283,11 +296,8 @@ def producer_main(args: ProducerArgs, counters, slot: int, end=None) -> None:
         stats[3] += 1
     out.close()
     publish(counters, base, stats)
-    if args.ledger_enabled:  # next to the ledger, for the run's load-end event
-        # What sending cost this machine: the process's CPU from the first send to the last report.
-        meta = {**priority, "cpu_s": round(time.process_time() - cpu_start, 3), "messages": seq,
-                **({"fatal_errors": replaced} if replaced else {})}
-        Path(args.ledger_dir, f"producer-{args.index:03d}.json").write_text(json.dumps(meta))
+    # The process's CPU from the first send to the last report.
+    write_producer_meta(args, priority, time.process_time() - cpu_start, seq, replaced)
 
 
 def consumer_main(args: ConsumerArgs, counters, slot: int, stop) -> None:
