@@ -2,7 +2,7 @@
 
 The Java program (`benchmarks/java/LedgerProducer.java`, installed and compiled by
 `playbooks/java-client.yml`) keeps the same open-loop schedule, message layout and transactions as
-`load.producer_main`; it writes each outcome as one tab-separated row on its stdout (the row kinds
+`producer.producer_main`; it writes each outcome as one tab-separated row on its stdout (the row kinds
 are listed at the top of its source). This process is its parent: it writes those rows into the
 run's ledgers with the same writers the librdkafka producer uses, so the checker cannot tell the
 clients apart, and forwards the runner's moves of the end of the load to the program's stdin.

@@ -2,7 +2,7 @@
 a transaction, whether to commit or abort it (a ratio seeded per producer), and the transaction
 ledger (`ledger.TXN_SCHEMA`), one row per transaction with its fate as the client was told it.
 
-Kept out of the send loop (`load.producer_main`), which asks only three things: may this
+Kept out of the send loop (`producer.OpenLoopProducer`), which asks only three things: may this
 message be sent now (`admit`), is the transaction full (`full`), and end it (`end`). Every call
 into librdkafka's transaction API happens on the producer's own thread, never in a callback.
 """

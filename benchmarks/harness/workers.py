@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.core.connection import Connection
-from benchmarks.harness import java_load, load, transactions
+from benchmarks.harness import java_load, load, producer, transactions
 from benchmarks.spec.scenario import Scenario
 
 
@@ -83,7 +83,7 @@ class LoadProcesses:
             args = load.ProducerArgs(index, self.run_id, self.conn, self.topic, dict(self.scenario.client.producer),
                                      rate, start_ns, end_ns, w.message_size, w.keys,
                                      str(self.run_dir / "ledger" / "produce"), self.ledger_enabled, transactions=txn)
-            main = java_load.producer_main if self.scenario.client.producer_library == "java" else load.producer_main
+            main = java_load.producer_main if self.scenario.client.producer_library == "java" else producer.producer_main
             proc = self.ctx.Process(target=main, args=(args, self.counters, index, self._end), daemon=True)
             proc.start()
             self.producers.append(proc)

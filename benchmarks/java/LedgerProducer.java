@@ -1,5 +1,5 @@
 // One producer process of a run on Kafka's own Java producer (scenario client.producer_library:
-// java), the same open-loop schedule and transactions as benchmarks/harness/load.py's librdkafka
+// java), the same open-loop schedule and transactions as benchmarks/harness/producer.py's librdkafka
 // producer, and the same messages (benchmarks/record/message.py, checked at start). It keeps no ledger itself: every outcome is one tab-separated row on
 // stdout, which benchmarks/harness/java_load.py (its parent) writes into the run's ledgers.
 //

@@ -34,7 +34,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from benchmarks.core import paths
-from benchmarks.harness import load
+from benchmarks.harness import load, producer
 from benchmarks.hosts import inventory as inventory_lib
 from benchmarks.kafka import topics
 from benchmarks.perf import native_loop
@@ -92,7 +92,7 @@ def generator(inv, producers: int, seconds: float, size: int, props: dict[str, s
         for index in range(producers):
             args = load.ProducerArgs(index, f"perf{index}", inv.connection(), TOPIC, dict(props),
                                      rate / producers if rate else None, start_ns, end_ns, size, KEYS, tmp, ledger_on)
-            proc = ctx.Process(target=load.producer_main, args=(args, counters, index))
+            proc = ctx.Process(target=producer.producer_main, args=(args, counters, index))
             proc.start()
             procs.append(proc)
         for proc in procs:
