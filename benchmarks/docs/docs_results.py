@@ -9,9 +9,11 @@ commit, the date. A page shows them in a block
     <!-- end results -->
 
 whose body `make docs` writes again from those files (`refresh`); a test fails when a page's
-block differs from what they give (`stale`).
+block differs from what they give (`stale`). `capture-perf` does the same for the JSON `make perf`
+writes (the load generator against Kafka's producer-perf-test and the C reference loop).
 
     python -m benchmarks.docs.docs_results capture benchmarks/results/<time>-seeds seeds-zookeeper "make bench" [COMMIT]
+    python -m benchmarks.docs.docs_results capture-perf benchmarks/results/perf-producer-<time>.json perf-zookeeper "make perf"
     python -m benchmarks.docs.docs_results          # refresh every block
 """
 
@@ -34,12 +36,22 @@ RESULTS = paths.PROJECT_ROOT / "docs" / "results"
 PAGES = (paths.PROJECT_ROOT / "README.md", *sorted((paths.PROJECT_ROOT / "docs").glob("*.md")))
 BLOCK = re.compile(r"(<!-- results: (?P<name>[\w.-]+) -->\n)(?P<body>.*?)(<!-- end results -->)", re.S)
 COPIED = ("summary.csv", "suite.json")
+PERF = "perf-producer.json"
 
 
 def _machine() -> dict[str, Any]:
     with open("/proc/meminfo", encoding="ascii") as meminfo:
         kib = int(next(line for line in meminfo if line.startswith("MemTotal:")).split()[1])
     return {"cores": os.cpu_count(), "memory_gib": round(kib / 2**20), "kernel": platform.release()}
+
+
+def _source(out: Path, stamp: str, command: str, commit: str | None, checkout: Path) -> None:
+    """source.json: the command, when it began (`stamp`, <YYYYmmddTHHMMSS>), the commit (default:
+    HEAD of the checkout the result was written in), the machine."""
+    head = subprocess.run(["git", "rev-parse", "--short", commit or "HEAD"], cwd=checkout, capture_output=True, text=True)
+    source = {"command": command, "began": f"{stamp[:4]}-{stamp[4:6]}-{stamp[6:8]} {stamp[9:11]}:{stamp[11:13]}",
+              "commit": head.stdout.strip() or None, "machine": _machine()}
+    (out / "source.json").write_text(json.dumps(source, indent=2) + "\n")
 
 
 def capture(suite_dir: Path, name: str, command: str, commit: str | None = None) -> Path:
@@ -49,12 +61,17 @@ def capture(suite_dir: Path, name: str, command: str, commit: str | None = None)
     out.mkdir(parents=True, exist_ok=True)
     for file in COPIED:
         shutil.copyfile(suite_dir / file, out / file)
-    head = subprocess.run(["git", "rev-parse", "--short", commit or "HEAD"], cwd=suite_dir, capture_output=True,
-                          text=True)
-    stamp = suite_dir.name.split("-", 1)[0]  # <YYYYmmddTHHMMSS>-<suite>: when the suite began
-    source = {"command": command, "began": f"{stamp[:4]}-{stamp[4:6]}-{stamp[6:8]} {stamp[9:11]}:{stamp[11:13]}",
-              "commit": head.stdout.strip() or None, "machine": _machine()}
-    (out / "source.json").write_text(json.dumps(source, indent=2) + "\n")
+    _source(out, suite_dir.name.split("-", 1)[0], command, commit, suite_dir)  # <YYYYmmddTHHMMSS>-<suite>
+    return out
+
+
+def capture_perf(result: Path, name: str, command: str, commit: str | None = None) -> Path:
+    """Copy what `make perf` wrote (benchmarks/results/perf-producer-<YYYYmmddTHHMMSS>.json) into
+    docs/results/NAME, with where it came from."""
+    out = RESULTS / name
+    out.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(result, out / PERF)
+    _source(out, result.stem.rsplit("-", 1)[1], command, commit, result.parent)
     return out
 
 
@@ -66,18 +83,61 @@ def _count(value: str) -> str:
     return "–" if value in ("", None) else f"{int(value):,}"
 
 
+def _measured_by(source: dict[str, Any], versions: list[str]) -> str:
+    machine = source["machine"]
+    return (f"Measured by `{source['command']}` on {source['began']} UTC, {', '.join(versions)}, on a machine with "
+            f"{machine['cores']} cores and {machine['memory_gib']} GiB (Linux {machine['kernel']}), kafka-bench "
+            f"{source['commit'] or 'uncommitted'}")
+
+
+def render_perf(name: str, directory: Path = RESULTS) -> str:
+    """The block's body for a `make perf` result: the generator against producer-perf-test, the
+    ledger's cost, the schedule's accuracy and CPU per message, the C reference loop beside them."""
+    source = json.loads((directory / name / "source.json").read_text())
+    result = json.loads((directory / name / PERF).read_text())
+    m, ratio, cluster, settings = result["medians"], result["ratios"], result["cluster"], result["settings"]
+    lines = [_measured_by(source, [f"Kafka {cluster['kafka_version']} ({cluster['metadata_mode']}, "
+                                   f"{cluster['brokers']} brokers on the same cores)"])
+             + f"; {settings['size']} B messages, acks={settings['acks']}, linger.ms {settings['linger.ms']}, "
+             f"{settings['producers']} producer processes, medians of {settings['repeat']} rounds; from "
+             f"`docs/results/{name}/{PERF}`.", "",
+             "| measured | figure | target |", "| --- | --- | --- |",
+             f"| generator (ledger on) / producer-perf-test | {m['ledger_on_per_s']:,.0f} / {m['perf_test_per_s']:,.0f} "
+             f"msg/s = {ratio['generator_over_perf_test']:.2f} | ≥ 1.0 |",
+             f"| ledger on / ledger off | {ratio['ledger_on_over_off']:.2f} | ≥ 0.9 |",
+             f"| achieved / target rate at half the maximum | {m['half_rate_achieved_over_target']:.4f} | ≥ 0.99 |",
+             f"| send delay p99 at half the maximum (¼, ⅛) | {m['half_rate_send_delay_p99_ms']:.1f} ms "
+             f"({m['rate_1_4_send_delay_p99_ms']:.1f} ms, {m['rate_1_8_send_delay_p99_ms']:.1f} ms) | ≤ 1 ms |",
+             f"| CPU per message at half the maximum (¼, ⅛) | {m['half_rate_cpu_us_per_msg']:.1f} µs "
+             f"({m['rate_1_4_cpu_us_per_msg']:.1f} µs, {m['rate_1_8_cpu_us_per_msg']:.1f} µs) | — |"]
+    if "native_max_per_s" in m:
+        lines += [f"| C loop at the generator's half rate: send delay p99; CPU per message | "
+                  f"{m['native_same_rate_send_delay_p99_ms']:.1f} ms; {m['native_same_rate_cpu_us_per_msg']:.1f} µs | — |",
+                  f"| C loop: maximum rate; send delay p99 at half of it | {m['native_max_per_s']:,.0f} msg/s; "
+                  f"{m['native_half_own_send_delay_p99_ms']:.1f} ms | — |"]
+    raw = result.get("raw", {})
+    if len(raw.get("perf_test", [])) > 1:  # the rounds behind the medians: their spread is the noise
+        rounds = zip(raw["perf_test"], raw["ledger_on"], raw["ledger_off"], strict=True)
+        ratios = [(on["acked_per_s"] / perf, on["acked_per_s"] / off["acked_per_s"]) for perf, on, off in rounds]
+        lines += ["", "Round by round (the unthrottled measurements in the order perf-test, ledger on, ledger off, "
+                  "reversed every other round): generator / producer-perf-test "
+                  + ", ".join(f"{a:.2f}" for a, _ in ratios) + "; ledger on / off "
+                  + ", ".join(f"{b:.2f}" for _, b in ratios) + "."]
+    return "\n".join(lines) + "\n"
+
+
 def render(name: str, directory: Path = RESULTS) -> str:
-    """The block's body: where the figures come from, then one row per run."""
+    """The block's body: where the figures come from, then one row per run (or, for a `make perf`
+    result, `render_perf`)."""
+    if (directory / name / PERF).exists():
+        return render_perf(name, directory)
     source = json.loads((directory / name / "source.json").read_text())
     with open(directory / name / "summary.csv", newline="", encoding="utf-8") as handle:
         rows = list(csv.DictReader(handle))
     planned = [run["scenario"] for run in json.loads((directory / name / "suite.json").read_text())["runs"]]
     rows.sort(key=lambda r: (planned.index(r["scenario"]) if r["scenario"] in planned else len(planned), r["trial"]))
-    machine = source["machine"]
     versions = sorted({f"Kafka {r['kafka_version']} ({r['metadata_mode']})" for r in rows})
-    lines = [f"Measured by `{source['command']}` on {source['began']} UTC, {', '.join(versions)}, on a machine with "
-             f"{machine['cores']} cores and {machine['memory_gib']} GiB (Linux {machine['kernel']}), kafka-bench "
-             f"{source['commit'] or 'uncommitted'}; from `docs/results/{name}/summary.csv`"
+    lines = [_measured_by(source, versions) + f"; from `docs/results/{name}/summary.csv`"
              + (", every run valid." if all(r["valid"] == "True" for r in rows) else ", SOME RUNS INVALID."), "",
              "| run | faults | acked / sent | lost | worst partition without acks | new leader after | verdict |",
              "| --- | --- | ---: | ---: | ---: | ---: | --- |"]
@@ -101,11 +161,13 @@ def stale(pages: tuple[Path, ...] = PAGES, directory: Path = RESULTS) -> list[st
 
 
 def main(argv: list[str]) -> int:
-    if argv[:1] == ["capture"]:
+    if argv[:1] in (["capture"], ["capture-perf"]):
+        what = "SUITE_DIR" if argv[0] == "capture" else "PERF_JSON"
         if len(argv) not in (4, 5):
-            print("usage: python -m benchmarks.docs.docs_results capture SUITE_DIR NAME COMMAND [COMMIT]", file=sys.stderr)
+            print(f"usage: python -m benchmarks.docs.docs_results {argv[0]} {what} NAME COMMAND [COMMIT]", file=sys.stderr)
             return 2
-        print(f"wrote {capture(Path(argv[1]), argv[2], argv[3], argv[4] if len(argv) == 5 else None)}")
+        keep = capture if argv[0] == "capture" else capture_perf
+        print(f"wrote {keep(Path(argv[1]), argv[2], argv[3], argv[4] if len(argv) == 5 else None)}")
         return 0
     for page in PAGES:
         text = page.read_text(encoding="utf-8")

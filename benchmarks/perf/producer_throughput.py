@@ -217,6 +217,8 @@ def main() -> None:
     results = {
         "settings": {**props, "size": args.size, "producers": args.producers, "repeat": args.repeat,
                      "warmup_rounds": args.warmup_rounds},
+        "cluster": {"inventory": str(args.inventory), "kafka_version": inv.kafka_version,
+                    "metadata_mode": inv.metadata_mode, "brokers": len(inv.brokers)},
         "medians": {"perf_test_per_s": perf, "ledger_on_per_s": on, "ledger_off_per_s": off,
                     "half_rate_achieved_over_target": achieved, "half_rate_send_delay_p99_ms": p99,
                     **{f"rate_{f.replace('/', '_')}_send_delay_p99_ms": v for f, v in lower_p99.items()},

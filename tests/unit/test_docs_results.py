@@ -52,3 +52,33 @@ def test_a_capture_keeps_the_summary_and_where_it_came_from_and_a_block_shows_it
     assert runs[0].startswith("| `a-first` | broker-stop (broker 1) at 6 s | 900 / 1,000 | 0 | 1.6 s | 0.9 s | 0 lost / fine |")
     assert runs[1].startswith("| `b-second` |") and "| not checked |" in runs[1]
     assert docs_results.refresh(new, out) == new
+
+
+def test_a_perf_capture_shows_the_generator_beside_perf_test_and_the_c_loop(tmp_path, monkeypatch):
+    medians = {"perf_test_per_s": 71479.6, "ledger_on_per_s": 66861.8, "ledger_off_per_s": 70000.0,
+               "half_rate_achieved_over_target": 1.00002, "half_rate_send_delay_p99_ms": 45.12,
+               "rate_1_4_send_delay_p99_ms": 16.59, "rate_1_8_send_delay_p99_ms": 33.55,
+               "half_rate_cpu_us_per_msg": 18.5, "rate_1_4_cpu_us_per_msg": 29.4, "rate_1_8_cpu_us_per_msg": 44.7,
+               "native_max_per_s": 463484.3, "native_same_rate_send_delay_p99_ms": 7.04,
+               "native_half_own_send_delay_p99_ms": 334.05, "native_same_rate_cpu_us_per_msg": 8.58}
+    result = tmp_path / "perf-producer-20261129T003619.json"
+    result.write_text(json.dumps({
+        "settings": {"acks": "all", "linger.ms": "5", "size": 100, "producers": 2, "repeat": 3},
+        "cluster": {"inventory": "inventories/local", "kafka_version": "3.9.2", "metadata_mode": "zookeeper", "brokers": 3},
+        "medians": medians, "ratios": {"generator_over_perf_test": 0.9354, "ledger_on_over_off": 0.955},
+        "raw": {"perf_test": [100.0, 200.0], "ledger_on": [{"acked_per_s": 90.0}, {"acked_per_s": 210.0}],
+                "ledger_off": [{"acked_per_s": 100.0}, {"acked_per_s": 200.0}]}}))
+    out = tmp_path / "results"
+    monkeypatch.setattr(docs_results, "RESULTS", out)
+    docs_results.capture_perf(result, "perf", "make perf")
+    assert json.loads((out / "perf" / "source.json").read_text())["began"] == "2026-11-29 00:36"
+
+    new = docs_results.refresh("<!-- results: perf -->\n<!-- end results -->\n", out)
+    assert "Measured by `make perf` on 2026-11-29 00:36 UTC, Kafka 3.9.2 (zookeeper, 3 brokers" in new
+    assert "medians of 3 rounds" in new
+    assert "| generator (ledger on) / producer-perf-test | 66,862 / 71,480 msg/s = 0.94 | ≥ 1.0 |" in new
+    assert "| send delay p99 at half the maximum (¼, ⅛) | 45.1 ms (16.6 ms, 33.5 ms) | ≤ 1 ms |" in new
+    assert "| CPU per message at half the maximum (¼, ⅛) | 18.5 µs (29.4 µs, 44.7 µs) | — |" in new
+    assert "| C loop: maximum rate; send delay p99 at half of it | 463,484 msg/s; 334.1 ms | — |" in new
+    assert docs_results.refresh(new, out) == new
+    assert "generator / producer-perf-test 0.90, 1.05; ledger on / off 0.90, 1.05." in new
