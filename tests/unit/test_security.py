@@ -12,6 +12,7 @@ import pytest
 from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.serialization import pkcs12
+from cryptography.x509.verification import PolicyBuilder, Store
 
 from benchmarks.core import connection
 from benchmarks.kafka import kafka_auth
@@ -43,6 +44,20 @@ def test_identity_is_issued_once_and_java_reads_its_stores(tmp_path):
     ca = x509.load_pem_x509_certificate(Path(got["ca_certificate"]).read_bytes())
     assert [c.certificate for c in trust.additional_certs] == [ca]
     assert oct(os.stat(got["key"]).st_mode & 0o777) == "0o600"
+
+
+def test_the_identity_verifies_under_strict_path_validation(tmp_path):
+    """Clients verifying strictly (Python 3.13's default context, cryptography's RFC 5280
+    verifier) need both key identifiers; a chain without them fails there only."""
+    _, got = tls.ensure_identity(_params(tmp_path), check_mode=False)
+    cert = x509.load_pem_x509_certificate(Path(got["certificate"]).read_bytes())
+    ca = x509.load_pem_x509_certificate(Path(got["ca_certificate"]).read_bytes())
+    verifier = (PolicyBuilder().store(Store([ca])).time(datetime.datetime.now(datetime.timezone.utc))
+                .build_server_verifier(x509.DNSName("broker0.example")))
+    assert verifier.verify(cert, []) == [cert, ca]
+    ski = ca.extensions.get_extension_for_class(x509.SubjectKeyIdentifier).value
+    aki = cert.extensions.get_extension_for_class(x509.AuthorityKeyIdentifier).value
+    assert aki.key_identifier == ski.digest
 
 
 def test_new_names_or_a_new_password_issue_again(tmp_path):

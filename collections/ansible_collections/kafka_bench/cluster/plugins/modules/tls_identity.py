@@ -169,7 +169,12 @@ def issue(subject_cn, key, issuer_cert, issuer_key, days, sans=None, ca=False):
                .serial_number(x509.random_serial_number())
                .not_valid_before(start)
                .not_valid_after(start + datetime.timedelta(days=days))
-               .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True))
+               .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True)
+               # Both key identifiers: OpenSSL's strict verification (Python 3.13's default
+               # context) refuses a chain without them.
+               .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
+               .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(
+                   (issuer_key if issuer_key is not None else key).public_key()), critical=False))
     if ca:
         builder = builder.add_extension(x509.KeyUsage(
             digital_signature=True, content_commitment=False, key_encipherment=False, data_encipherment=False,
