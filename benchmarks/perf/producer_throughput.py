@@ -12,9 +12,12 @@ one run on the same cluster, same acks, message size and batching:
    Python, no ledger) unthrottled, at the generator's half rate, and at half its own maximum:
    the send delay this machine allows, beside the generator's (`--no-native` leaves it out).
 
-Each measurement is repeated; medians and ratios are printed, the raw figures saved as JSON.
+Each measurement is repeated in rounds; the unthrottled ones run in one order, then in the
+reverse order the next round, so an even count of rounds gives every pair both orders. A ratio
+is the median of the rounds' own ratios (each round measures both sides back to back), the
+other figures medians of the rounds; the raw figures are saved as JSON.
 
-    python -m benchmarks.perf.producer_throughput [--inventory inventories/local] [--repeat 3]
+    python -m benchmarks.perf.producer_throughput [--inventory inventories/local] [--repeat 4]
 """
 
 from __future__ import annotations
@@ -66,6 +69,16 @@ def children_cpu_s() -> float:
     """User and system CPU of the child processes waited for so far."""
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
     return usage.ru_utime + usage.ru_stime
+
+
+RATIOS = ("generator_over_perf_test", "ledger_on_over_off")
+
+
+def round_ratios(perf: float, on: dict[str, float], off: dict[str, float], order: str) -> dict[str, float | str]:
+    """One round's ratios, each from two measurements taken back to back: the generator (ledger
+    on) over producer-perf-test, and ledger on over ledger off."""
+    return {"order": order, "generator_over_perf_test": on["acked_per_s"] / perf,
+            "ledger_on_over_off": on["acked_per_s"] / off["acked_per_s"]}
 
 
 def perf_test(inv, records: int, size: int, props: dict[str, str]) -> float:
@@ -133,7 +146,7 @@ def native(binary: Path, inv, producers: int, seconds: float, size: int, props: 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--inventory", type=Path, default=paths.DEFAULT_INVENTORY)
-    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--repeat", type=int, default=4, help="rounds (an even count balances the order)")
     parser.add_argument("--seconds", type=float, default=10.0, help="length of each generator measurement")
     parser.add_argument("--records", type=int, default=500_000, help="records of each perf-test measurement")
     parser.add_argument("--size", type=int, default=100)
@@ -158,7 +171,7 @@ def main() -> None:
         return native(binary, inv, args.producers, args.seconds, args.size, props, rate)
 
     rows: dict[str, list] = {"perf_test": [], "ledger_on": [], "ledger_off": [], "half_rate": [], "lower_rates": [],
-                             "native_max": [], "native_same_rate": [], "native_half_own": []}
+                             "native_max": [], "native_same_rate": [], "native_half_own": [], "rounds": []}
     # A freshly started cluster runs well below its speed for its first minutes (the brokers'
     # JIT): discarded rounds of unthrottled load first.
     for _ in range(args.warmup_rounds):
@@ -175,6 +188,8 @@ def main() -> None:
             for name, on in (("on", True), ("off", False))]
         for name, measure in unthrottled if round_ % 2 else reversed(unthrottled):
             rows[name].append(measure())
+        rows["rounds"].append(round_ratios(rows["perf_test"][-1], rows["ledger_on"][-1], rows["ledger_off"][-1],
+                                           "forward" if round_ % 2 else "reversed"))
         peak = rows["ledger_on"][-1]["acked_per_s"]
         rows["half_rate"].append({"target_per_s": peak / 2, **generator(inv, args.producers, args.seconds, args.size,
                                                                           props, peak / 2, True)})
@@ -184,7 +199,7 @@ def main() -> None:
                                                     peak / fraction, True)})
         lower = ", ".join(f"{r['fraction']} {r['send_delay_p99_ms']:.3f} ms"
                           for r in rows["lower_rates"][-len(LOWER_FRACTIONS):])
-        print(f"round {round_}: perf-test {rows['perf_test'][-1]:,.0f}/s, generator ledger on "
+        print(f"round {round_} ({rows['rounds'][-1]['order']}): perf-test {rows['perf_test'][-1]:,.0f}/s, generator ledger on "
               f"{rows['ledger_on'][-1]['acked_per_s']:,.0f}/s, off {rows['ledger_off'][-1]['acked_per_s']:,.0f}/s, "
               f"half rate achieved/target {rows['half_rate'][-1]['achieved_over_target']:.4f}, "
               f"send delay p99 {rows['half_rate'][-1]['send_delay_p99_ms']:.3f} ms (at {lower})", flush=True)
@@ -225,15 +240,17 @@ def main() -> None:
                     "half_rate_cpu_us_per_msg": cpu_half,
                     **{f"rate_{f.replace('/', '_')}_cpu_us_per_msg": v for f, v in cpu_lower.items()},
                     **native_medians},
-        "ratios": {"generator_over_perf_test": on / perf, "ledger_on_over_off": on / off},
+        "ratios": {name: med(r[name] for r in rows["rounds"]) for name in RATIOS},
         "targets": {"generator_over_perf_test": ">= 1.0", "ledger_on_over_off": ">= 0.9",
                     "half_rate_achieved_over_target": ">= 0.99", "half_rate_send_delay_p99_ms": "<= 1.0"},
         "raw": rows,
     }
     settings = ", ".join(f"{k} {v}" for k, v in props.items())
     print(f"\nmedians of {args.repeat} rounds ({args.size} B, {settings}):")
-    print(f"  generator (ledger on) / producer-perf-test : {on:,.0f} / {perf:,.0f} = {on / perf:.2f}   (target >= 1.0)")
-    print(f"  ledger on / ledger off                     : {on:,.0f} / {off:,.0f} = {on / off:.2f}   (target >= 0.9)")
+    ratios = results["ratios"]
+    print(f"  generator (ledger on), producer-perf-test  : {on:,.0f}, {perf:,.0f}/s")
+    print(f"  generator / producer-perf-test, per round  : {ratios['generator_over_perf_test']:.2f}   (target >= 1.0)")
+    print(f"  ledger on / ledger off, per round          : {ratios['ledger_on_over_off']:.2f}   (target >= 0.9)")
     print(f"  achieved / target at half rate             : {achieved:.4f}   (target >= 0.99)")
     print(f"  send delay p99 at half rate                : {p99:.3f} ms   (target <= 1 ms)")
     for share, p99_lower in lower_p99.items():
