@@ -4,6 +4,7 @@ import csv
 import json
 
 from benchmarks.docs import docs_results
+from benchmarks.perf import producer_throughput
 
 COLUMNS = ("scenario", "trial", "fault", "acked", "sent", "lost", "unseen", "checked", "valid", "kafka_version",
            "metadata_mode", "unavailable_in_fault_s", "new_leader_s", "verdict")
@@ -63,11 +64,12 @@ def test_a_perf_capture_shows_the_generator_beside_perf_test_and_the_c_loop(tmp_
                "native_half_own_send_delay_p99_ms": 334.05, "native_same_rate_cpu_us_per_msg": 8.58}
     result = tmp_path / "perf-producer-20261129T003619.json"
     result.write_text(json.dumps({
-        "settings": {"acks": "all", "linger.ms": "5", "size": 100, "producers": 2, "repeat": 3},
+        "settings": {"acks": "all", "linger.ms": "5", "size": 100, "producers": 2, "repeat": 2},
         "cluster": {"inventory": "inventories/local", "kafka_version": "3.9.2", "metadata_mode": "zookeeper", "brokers": 3},
         "medians": medians, "ratios": {"generator_over_perf_test": 0.9354, "ledger_on_over_off": 0.955},
-        "raw": {"perf_test": [100.0, 200.0], "ledger_on": [{"acked_per_s": 90.0}, {"acked_per_s": 210.0}],
-                "ledger_off": [{"acked_per_s": 100.0}, {"acked_per_s": 200.0}]}}))
+        "raw": {"rounds": [
+            producer_throughput.round_ratios(100.0, {"acked_per_s": 90.0}, {"acked_per_s": 100.0}, "forward"),
+            producer_throughput.round_ratios(200.0, {"acked_per_s": 210.0}, {"acked_per_s": 200.0}, "reversed")]}}))
     out = tmp_path / "results"
     monkeypatch.setattr(docs_results, "RESULTS", out)
     docs_results.capture_perf(result, "perf", "make perf")
@@ -75,10 +77,12 @@ def test_a_perf_capture_shows_the_generator_beside_perf_test_and_the_c_loop(tmp_
 
     new = docs_results.refresh("<!-- results: perf -->\n<!-- end results -->\n", out)
     assert "Measured by `make perf` on 2026-11-29 00:36 UTC, Kafka 3.9.2 (zookeeper, 3 brokers" in new
-    assert "medians of 3 rounds" in new
-    assert "| generator (ledger on) / producer-perf-test | 66,862 / 71,480 msg/s = 0.94 | ≥ 1.0 |" in new
+    assert "medians of 2 rounds (a ratio: the median of the rounds' own ratios)" in new
+    assert "| generator (ledger on) / producer-perf-test | 0.94 (66,862 and 71,480 msg/s) | ≥ 1.0 |" in new
     assert "| send delay p99 at half the maximum (¼, ⅛) | 45.1 ms (16.6 ms, 33.5 ms) | ≤ 1 ms |" in new
     assert "| CPU per message at half the maximum (¼, ⅛) | 18.5 µs (29.4 µs, 44.7 µs) | — |" in new
     assert "| C loop: maximum rate; send delay p99 at half of it | 463,484 msg/s; 334.1 ms | — |" in new
     assert docs_results.refresh(new, out) == new
-    assert "generator / producer-perf-test 0.90, 1.05; ledger on / off 0.90, 1.05." in new
+    assert ("generator / producer-perf-test 0.90 (forward), 1.05 (reversed); ledger on / off 0.90 (forward), "
+            "1.05 (reversed).") in new
+
