@@ -10,7 +10,9 @@ commit, the date. A page shows them in a block
 
 whose body `make docs` writes again from those files (`refresh`); a test fails when a page's
 block differs from what they give (`stale`). `capture-perf` does the same for the JSON `make perf`
-writes (the load generator against Kafka's producer-perf-test and the C reference loop).
+writes (the load generator against Kafka's producer-perf-test and the C reference loop). A suite
+whose report has a security-cost table (`security-cost.csv`: each client profile against
+plaintext) is shown as that table.
 
     python -m benchmarks.docs.docs_results capture benchmarks/results/<time>-seeds seeds-zookeeper "make bench" [COMMIT]
     python -m benchmarks.docs.docs_results capture-perf benchmarks/results/perf-producer-<time>.json perf-zookeeper "make perf"
@@ -36,6 +38,7 @@ RESULTS = paths.PROJECT_ROOT / "docs" / "results"
 PAGES = (paths.PROJECT_ROOT / "README.md", *sorted((paths.PROJECT_ROOT / "docs").glob("*.md")))
 BLOCK = re.compile(r"(<!-- results: (?P<name>[\w.-]+) -->\n)(?P<body>.*?)(<!-- end results -->)", re.S)
 COPIED = ("summary.csv", "suite.json")
+SECURITY = "security-cost.csv"  # copied too where the report wrote it
 PERF = "perf-producer.json"
 
 
@@ -59,8 +62,9 @@ def capture(suite_dir: Path, name: str, command: str, commit: str | None = None)
     kafka-bench commit it ran on (default: the checkout's HEAD, for a suite captured as it ends)."""
     out = RESULTS / name
     out.mkdir(parents=True, exist_ok=True)
-    for file in COPIED:
-        shutil.copyfile(suite_dir / file, out / file)
+    for file in (*COPIED, SECURITY):
+        if file in COPIED or (suite_dir / file).exists():
+            shutil.copyfile(suite_dir / file, out / file)
     _source(out, suite_dir.name.split("-", 1)[0], command, commit, suite_dir)  # <YYYYmmddTHHMMSS>-<suite>
     return out
 
@@ -125,14 +129,53 @@ def render_perf(name: str, directory: Path = RESULTS) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _csv(path: Path) -> list[dict[str, str]]:
+    with open(path, newline="", encoding="utf-8") as handle:
+        return list(csv.DictReader(handle))
+
+
+def _lost(run: dict[str, str]) -> int:
+    """Acknowledged writes the checker found lost or never saw again, in one summary row."""
+    return int(run["lost"] or 0) + int(run["unseen"] or 0)
+
+
+def _ratio(value: str) -> str:
+    return "–" if value in ("", None) else f"{float(value):.2f}"
+
+
+def render_security(name: str, directory: Path = RESULTS) -> str:
+    """The block's body for a suite with a security-cost table: per scenario, each client profile's
+    acked/s, p50 / p99 and broker CPU per 1,000 messages, each beside its ratio to plaintext's
+    (the report's definition: medians of the profile's valid runs), and whether its runs were steady."""
+    source = json.loads((directory / name / "source.json").read_text())
+    runs = _csv(directory / name / "summary.csv")
+    versions = sorted({f"Kafka {r['kafka_version']} ({r['metadata_mode']})" for r in runs})
+    lines = [_measured_by(source, versions) + f"; from `docs/results/{name}/{SECURITY}`, "
+             f"{len(runs)} runs, {sum(_lost(r) for r in runs):,} acknowledged writes lost.", "",
+             "| scenario | profile | acked msg/s | vs plaintext | p50 / p99 ms | p99 vs plaintext "
+             "| broker CPU ms per 1,000 msgs | vs plaintext |",
+             "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    for row in _csv(directory / name / SECURITY):
+        unsteady = [r for r in runs if r["scenario"] == row["scenario"] and r["steady"] == "False"]
+        share = "" if row["runs"] == "1" else f" in {len(unsteady)} of {row['runs']}"
+        note = f" (not steady{share})" if unsteady else ""
+        cpu = row["broker_cpu_ms_per_1k"]
+        lines.append(f"| `{row['sweep_of']}` | {row['security']} | {float(row['throughput_msgs_s']):,.0f} | "
+                     f"{_ratio(row['throughput_ratio'])} | {float(row['latency_p50_ms']):,.0f} / "
+                     f"{float(row['latency_p99_ms']):,.0f}{note} | {_ratio(row['p99_ratio'])} | "
+                     f"{'–' if cpu == '' else f'{float(cpu):.1f}'} | {_ratio(row['cpu_ratio'])} |")
+    return "\n".join(lines) + "\n"
+
+
 def render(name: str, directory: Path = RESULTS) -> str:
     """The block's body: where the figures come from, then one row per run (or, for a `make perf`
-    result, `render_perf`)."""
+    result, `render_perf`; for a suite with a security-cost table, `render_security`)."""
     if (directory / name / PERF).exists():
         return render_perf(name, directory)
+    if (directory / name / SECURITY).exists():
+        return render_security(name, directory)
     source = json.loads((directory / name / "source.json").read_text())
-    with open(directory / name / "summary.csv", newline="", encoding="utf-8") as handle:
-        rows = list(csv.DictReader(handle))
+    rows = _csv(directory / name / "summary.csv")
     planned = [run["scenario"] for run in json.loads((directory / name / "suite.json").read_text())["runs"]]
     rows.sort(key=lambda r: (planned.index(r["scenario"]) if r["scenario"] in planned else len(planned), r["trial"]))
     versions = sorted({f"Kafka {r['kafka_version']} ({r['metadata_mode']})" for r in rows})
@@ -141,7 +184,7 @@ def render(name: str, directory: Path = RESULTS) -> str:
              "| run | faults | acked / sent | lost | worst partition without acks | new leader after | verdict |",
              "| --- | --- | ---: | ---: | ---: | ---: | --- |"]
     for r in rows:
-        lost = "not checked" if r["checked"] != "True" else _count(str(int(r["lost"] or 0) + int(r["unseen"] or 0)))
+        lost = "not checked" if r["checked"] != "True" else f"{_lost(r):,}"
         lines.append(f"| `{r['scenario']}` | {r['fault']} | {_count(r['acked'])} / {_count(r['sent'])} | {lost} | "
                      f"{_seconds(r['unavailable_in_fault_s'])} | {_seconds(r['new_leader_s'])} | "
                      f"{r['verdict'].replace('|', '/')} |")

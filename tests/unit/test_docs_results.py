@@ -7,7 +7,7 @@ from benchmarks.docs import docs_results
 from benchmarks.perf import producer_throughput
 
 COLUMNS = ("scenario", "trial", "fault", "acked", "sent", "lost", "unseen", "checked", "valid", "kafka_version",
-           "metadata_mode", "unavailable_in_fault_s", "new_leader_s", "verdict")
+           "metadata_mode", "unavailable_in_fault_s", "new_leader_s", "verdict", "steady")
 
 
 def _suite(tmp_path, rows, planned):
@@ -86,3 +86,27 @@ def test_a_perf_capture_shows_the_generator_beside_perf_test_and_the_c_loop(tmp_
     assert ("generator / producer-perf-test 0.90 (forward), 1.05 (reversed); ledger on / off 0.90 (forward), "
             "1.05 (reversed).") in new
 
+
+def test_a_suite_with_a_security_cost_table_is_shown_as_that_table(tmp_path, monkeypatch):
+    suite = _suite(tmp_path, [_row("half[plaintext]", steady="True"), _row("half[tls]", steady="False", lost="2")],
+                   planned=["half[plaintext]", "half[tls]"])
+    figures = ("throughput_msgs_s", "throughput_ratio", "latency_p50_ms", "p50_ratio", "latency_p99_ms", "p99_ratio",
+               "broker_cpu_ms_per_1k", "cpu_ratio")
+    with open(suite / docs_results.SECURITY, "w", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(("sweep_of", "metadata_mode", "kafka_version", "scenario", "security", "runs", *figures))
+        writer.writerow(("half", "zookeeper", "3.9.2", "half[plaintext]", "plaintext", "1",
+                         "28000.4", "1.0", "58.2", "1.0", "520.0", "1.0", "34.44", "1.0"))
+        writer.writerow(("half", "zookeeper", "3.9.2", "half[tls]", "tls", "1",
+                         "27990.0", "1.0", "290.0", "4.983", "4426.0", "8.512", "", ""))
+    out = tmp_path / "results"
+    monkeypatch.setattr(docs_results, "RESULTS", out)
+    docs_results.capture(suite, "security", "kafka-bench run security-cost")
+    assert (out / "security" / docs_results.SECURITY).exists()
+
+    new = docs_results.refresh("<!-- results: security -->\n<!-- end results -->\n", out)
+    assert "from `docs/results/security/security-cost.csv`, 2 runs, 2 acknowledged writes lost." in new
+    rows = [line for line in new.splitlines() if line.startswith("| `")]
+    assert rows == ["| `half` | plaintext | 28,000 | 1.00 | 58 / 520 | 1.00 | 34.4 | 1.00 |",
+                    "| `half` | tls | 27,990 | 1.00 | 290 / 4,426 (not steady) | 8.51 | – | – |"]
+    assert docs_results.refresh(new, out) == new
