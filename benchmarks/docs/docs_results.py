@@ -62,9 +62,10 @@ def capture(suite_dir: Path, name: str, command: str, commit: str | None = None)
     kafka-bench commit it ran on (default: the checkout's HEAD, for a suite captured as it ends)."""
     out = RESULTS / name
     out.mkdir(parents=True, exist_ok=True)
-    for file in (*COPIED, SECURITY):
-        if file in COPIED or (suite_dir / file).exists():
-            shutil.copyfile(suite_dir / file, out / file)
+    for file in COPIED:
+        shutil.copyfile(suite_dir / file, out / file)
+    if (suite_dir / SECURITY).exists():
+        shutil.copyfile(suite_dir / SECURITY, out / SECURITY)
     _source(out, suite_dir.name.split("-", 1)[0], command, commit, suite_dir)  # <YYYYmmddTHHMMSS>-<suite>
     return out
 
@@ -79,8 +80,9 @@ def capture_perf(result: Path, name: str, command: str, commit: str | None = Non
     return out
 
 
-def _seconds(value: str) -> str:
-    return "–" if value in ("", None) else f"{float(value):.1f} s"
+def _decimal(value: str, places: int, unit: str = "") -> str:
+    """A CSV figure with `places` decimals (and its unit), or a dash where the cell is empty."""
+    return "–" if value in ("", None) else f"{float(value):.{places}f}{unit}"
 
 
 def _count(value: str) -> str:
@@ -139,10 +141,6 @@ def _lost(run: dict[str, str]) -> int:
     return int(run["lost"] or 0) + int(run["unseen"] or 0)
 
 
-def _ratio(value: str) -> str:
-    return "–" if value in ("", None) else f"{float(value):.2f}"
-
-
 def render_security(name: str, directory: Path = RESULTS) -> str:
     """The block's body for a suite with a security-cost table: per scenario, each client profile's
     acked/s, p50 / p99 and broker CPU per 1,000 messages, each beside its ratio to plaintext's
@@ -159,11 +157,10 @@ def render_security(name: str, directory: Path = RESULTS) -> str:
         unsteady = [r for r in runs if r["scenario"] == row["scenario"] and r["steady"] == "False"]
         share = "" if row["runs"] == "1" else f" in {len(unsteady)} of {row['runs']}"
         note = f" (not steady{share})" if unsteady else ""
-        cpu = row["broker_cpu_ms_per_1k"]
         lines.append(f"| `{row['sweep_of']}` | {row['security']} | {float(row['throughput_msgs_s']):,.0f} | "
-                     f"{_ratio(row['throughput_ratio'])} | {float(row['latency_p50_ms']):,.0f} / "
-                     f"{float(row['latency_p99_ms']):,.0f}{note} | {_ratio(row['p99_ratio'])} | "
-                     f"{'–' if cpu == '' else f'{float(cpu):.1f}'} | {_ratio(row['cpu_ratio'])} |")
+                     f"{_decimal(row['throughput_ratio'], 2)} | {float(row['latency_p50_ms']):,.0f} / "
+                     f"{float(row['latency_p99_ms']):,.0f}{note} | {_decimal(row['p99_ratio'], 2)} | "
+                     f"{_decimal(row['broker_cpu_ms_per_1k'], 1)} | {_decimal(row['cpu_ratio'], 2)} |")
     return "\n".join(lines) + "\n"
 
 
@@ -186,7 +183,7 @@ def render(name: str, directory: Path = RESULTS) -> str:
     for r in rows:
         lost = "not checked" if r["checked"] != "True" else f"{_lost(r):,}"
         lines.append(f"| `{r['scenario']}` | {r['fault']} | {_count(r['acked'])} / {_count(r['sent'])} | {lost} | "
-                     f"{_seconds(r['unavailable_in_fault_s'])} | {_seconds(r['new_leader_s'])} | "
+                     f"{_decimal(r['unavailable_in_fault_s'], 1, ' s')} | {_decimal(r['new_leader_s'], 1, ' s')} | "
                      f"{r['verdict'].replace('|', '/')} |")
     return "\n".join(lines) + "\n"
 
