@@ -13,6 +13,12 @@ class TopicError(RuntimeError):
     pass
 
 
+# An election waits on the controller, which right after a broker restarts is busy sending every
+# partition's new state: on this 2-core machine its answer has come after more than the 5 s the
+# status reads allow (KafkaError _TIMED_OUT, CI of stop 50). The election's own client waits this long.
+ELECTION_TIMEOUT_S = 30.0
+
+
 def ensure_topic(conn: Connection, name: str, partitions: int, replication_factor: int,
                  config: Mapping[str, str] | None = None, timeout: float = 30.0, admin: Any = None) -> bool:
     """Create the topic, or check that the existing one has the same layout. True if created."""
@@ -39,11 +45,14 @@ def ensure_topic(conn: Connection, name: str, partitions: int, replication_facto
     return True
 
 
-def elect_preferred_leaders(conn: Connection, topic: str, partitions: list[int], admin: Any = None) -> dict[int, str | None]:
-    """Move leadership back to the preferred (first) replica; partition -> error text or None."""
+def elect_preferred_leaders(conn: Connection, topic: str, partitions: list[int], admin: Any = None,
+                            timeout_s: float = ELECTION_TIMEOUT_S) -> dict[int, str | None]:
+    """Move leadership back to the preferred (first) replica; partition -> error text or None.
+    The answer is waited for `timeout_s` (the client's socket timeout, which librdkafka's admin
+    requests take as theirs)."""
     from confluent_kafka import ElectionType, KafkaError, TopicPartition
 
-    admin = admin or admin_client(conn)
+    admin = admin or admin_client(conn, **{"socket.timeout.ms": int(timeout_s * 1000)})
     # No timeout keyword arguments: confluent-kafka 2.16's elect_leaders fails with any of them.
     result = admin.elect_leaders(ElectionType.PREFERRED, [TopicPartition(topic, p) for p in partitions]).result()
     out: dict[int, str | None] = {}
