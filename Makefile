@@ -138,8 +138,8 @@ test: install test-deps
 	$(MAKE) test-lab
 
 ## Everything `make test` runs and the long checks besides (marked `long`): the ZooKeeper -> KRaft
-## migration and its rollback, the 3.9 -> 4.3 upgrade and the throttled reassignment, the broker
-## replaced by a new id, the KRaft rolling restart, active-controller kill, leader kill (and its
+## migration and its rollback, the upgrades to 4.3.1 from 3.9.2 and from 4.2.1 (each followed by
+## the throttled reassignment), the broker replaced by a new id, the KRaft rolling restart, active-controller kill, leader kill (and its
 ## comparison with ZooKeeper) and unclean election with ELR on, the acks=1-below-min-ISR,
 ## refused-write (seed 004), consumer-failover, runner-SIGKILL and check-mode runs on ZooKeeper,
 ## the Apache archive's wrong checksum and the local archive, the secured ZooKeeper cluster, the

@@ -1,10 +1,11 @@
-"""The rolling upgrade Kafka 3.9 (KRaft) -> 4.3.1 (playbooks/upgrade.yml) and a throttled partition
-reassignment (playbooks/reassign-partitions.yml), each run by the operations suite's scenario as a
-procedure under acks=all load with a consumer group reading, on a cluster of this machine
-(inventories/local-upgrade: three combined nodes deployed on 3.9.2): every node ends on the new
-release with the release's feature levels finalized, and nothing acknowledged is lost; a second
-upgrade changes nothing, and site.yml refuses to deploy the old release back before touching a
-host. The reassignment then moves the (upgraded) cluster's topic off broker 2.
+"""The rolling upgrades to Kafka 4.3.1 (playbooks/upgrade.yml) and a throttled partition reassignment
+(playbooks/reassign-partitions.yml), each run by the operations suite's scenario as a procedure
+under acks=all load with a consumer group reading, on a cluster of this machine of three combined
+nodes: from 3.9.2 (inventories/local-upgrade, the upgrade from the last release with ZooKeeper)
+and from 4.2.1 (inventories/local-upgrade-4x, an upgrade between 4.x releases). Every node ends on
+the new release with the release's feature levels finalized, and nothing acknowledged is lost; a
+second upgrade changes nothing, and site.yml refuses to deploy the old release back before
+touching a host. The reassignment then moves the (upgraded) cluster's topic off broker 2.
 
 The cluster uses the broker ports of the other modules' clusters: it is deployed here and torn
 down at the end of the module.
@@ -12,7 +13,9 @@ down at the end of the module.
 
 from __future__ import annotations
 
+import dataclasses
 import subprocess
+from pathlib import Path
 
 import pytest
 from confluent_kafka.admin import AdminClient
@@ -22,37 +25,56 @@ from tests.integration.procedures import run_procedure_scenario
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow, pytest.mark.long]
 
-INVENTORY = ROOT / "inventories" / "local-upgrade"
-STATE = ROOT / ".state" / "local-upgrade"
 PORTS = {9092, 9093, 9094, 9192, 9193, 9194}
 BOOTSTRAP = "127.0.0.1:9092,127.0.0.1:9093,127.0.0.1:9094"
 SUITE = ROOT / "benchmarks" / "suites" / "operations"
 NODES = ("broker0", "broker1", "broker2")
 
 
-def release(node: str) -> str:
-    return (STATE / node / "config" / "kafka-release").read_text().strip()
+@dataclasses.dataclass(frozen=True)
+class OldRelease:
+    """A cluster deployed on an older release, to upgrade: its inventory and the metadata.version
+    its release finalizes."""
+
+    inventory: str
+    release: str
+    metadata_version: str
+
+    @property
+    def path(self) -> Path:
+        return ROOT / "inventories" / self.inventory
+
+    @property
+    def state(self) -> Path:
+        return ROOT / ".state" / self.inventory
+
+    def release_of(self, node: str) -> str:
+        return (self.state / node / "config" / "kafka-release").read_text().strip()
+
+    def features(self) -> str:
+        return subprocess.run([str(self.state / "broker0" / "config" / "kafka-tool"), "features", "describe"],
+                              capture_output=True, text=True, check=True, timeout=120).stdout
 
 
-def features() -> str:
-    return subprocess.run([str(STATE / "broker0" / "config" / "kafka-tool"), "features", "describe"],
-                          capture_output=True, text=True, check=True, timeout=120).stdout
+RELEASES = [OldRelease("local-upgrade", "3.9.2", "3.9-IV0"), OldRelease("local-upgrade-4x", "4.2.1", "4.2-IV1")]
 
 
-@pytest.fixture(scope="module")
-def kraft_3_9(runner):
-    """Kafka 3.9.2 in KRaft mode on three combined nodes."""
-    assert_ok(runner.run("teardown.yml", INVENTORY))
+@pytest.fixture(scope="module", params=RELEASES, ids=[r.release for r in RELEASES])
+def old_release(request, runner) -> OldRelease:
+    """Kafka on the older release in KRaft mode on three combined nodes."""
+    old: OldRelease = request.param
+    assert_ok(runner.run("teardown.yml", old.path))
     assert not PORTS & listening_ports(), "a cluster still holds the ports: tear it down first"
-    assert_ok(runner.run("site.yml", INVENTORY))
-    yield
-    runner.run("teardown.yml", INVENTORY)
+    assert_ok(runner.run("site.yml", old.path))
+    yield old
+    runner.run("teardown.yml", old.path)
 
 
-def test_the_upgrade_under_load_ends_on_the_new_release_and_loses_nothing(kraft_3_9, runner, tmp_path, spark):
-    assert [release(n) for n in NODES] == ["3.9.2"] * 3
-    assert "FinalizedVersionLevel: 3.9-IV0" in features()
-    result = run_procedure_scenario(SUITE / "02-upgrade.yml", INVENTORY, runner, tmp_path)
+def test_the_upgrade_under_load_ends_on_the_new_release_and_loses_nothing(old_release, runner, tmp_path, spark):
+    old = old_release
+    assert [old.release_of(n) for n in NODES] == [old.release] * 3
+    assert f"FinalizedVersionLevel: {old.metadata_version}" in old.features()
+    result = run_procedure_scenario(SUITE / "02-upgrade.yml", old.path, runner, tmp_path)
     assert result.summary.acked > 10_000
     # The controllers that follow, one at a time (a step each), then the active controller, then the features.
     steps = result.plays
@@ -60,29 +82,31 @@ def test_the_upgrade_under_load_ends_on_the_new_release_and_loses_nothing(kraft_
     assert steps.index("Roll the KRaft quorum leader after the other controllers") > steps.index(
         "Roll the KRaft controllers that follow, one at a time")
     assert steps[-1] == "Finalize the new release's feature levels"
-    assert [release(n) for n in NODES] == ["4.3.1"] * 3
-    described = features()
+    assert [old.release_of(n) for n in NODES] == ["4.3.1"] * 3
+    described = old.features()
     assert "metadata.version" in described and "FinalizedVersionLevel: 4.3-IV0" in described
-    # The heal after the run (start.yml, on the inventory that still names 3.9.2) left every node on 4.3.1.
-    assert all("kafka_2.13-4.3.1/libs" in (STATE / n / "config" / "kafka-service").read_text() for n in NODES)
+    # The heal after the run (start.yml, on the inventory that still names the old release) left
+    # every node on 4.3.1.
+    assert all("kafka_2.13-4.3.1/libs" in (old.state / n / "config" / "kafka-service").read_text() for n in NODES)
 
 
-def test_a_second_upgrade_changes_nothing(kraft_3_9, runner):
-    result = assert_ok(runner.run("upgrade.yml", INVENTORY, extravars={"kafka_upgrade_version": "4.3.1"}))
+def test_a_second_upgrade_changes_nothing(old_release, runner):
+    result = assert_ok(runner.run("upgrade.yml", old_release.path, extravars={"kafka_upgrade_version": "4.3.1"}))
     assert result.count("changed") == 0, result.stats
 
 
-def test_site_refuses_to_deploy_the_old_release_back(kraft_3_9, runner):
-    before = {n: (STATE / n / "config" / "server.properties").read_text() for n in NODES}
-    result = runner.run("site.yml", INVENTORY)
+def test_site_refuses_to_deploy_the_old_release_back(old_release, runner):
+    state = old_release.state
+    before = {n: (state / n / "config" / "server.properties").read_text() for n in NODES}
+    result = runner.run("site.yml", old_release.path)
     assert not result.ok
     messages = " ".join(" ".join(f.message.split()) for f in result.failures)
     assert "this node runs Kafka 4.3.1" in messages and 'set kafka_version: "4.3.1"' in messages, messages
-    assert {n: (STATE / n / "config" / "server.properties").read_text() for n in NODES} == before
+    assert {n: (state / n / "config" / "server.properties").read_text() for n in NODES} == before
 
 
-def test_a_throttled_reassignment_under_load_moves_the_topic_off_broker_2(kraft_3_9, runner, tmp_path, spark):
-    result = run_procedure_scenario(SUITE / "03-reassign-partitions.yml", INVENTORY, runner, tmp_path)
+def test_a_throttled_reassignment_under_load_moves_the_topic_off_broker_2(old_release, runner, tmp_path, spark):
+    result = run_procedure_scenario(SUITE / "03-reassign-partitions.yml", old_release.path, runner, tmp_path)
     assert result.summary.acked > 10_000
     admin = AdminClient({"bootstrap.servers": BOOTSTRAP})
     topic = next(t for name, t in admin.list_topics(timeout=30).topics.items() if name.startswith("kb-reassign-partitions"))
@@ -91,7 +115,7 @@ def test_a_throttled_reassignment_under_load_moves_the_topic_off_broker_2(kraft_
         assert partition.replicas == [number % 2, (number + 1) % 2], (number, partition.replicas)
         assert partition.leader == number % 2, "the preferred leaders were elected"
     # The throttle is cleared once the move completed.
-    configs = subprocess.run([str(STATE / "broker0" / "config" / "kafka-tool"), "configs", "--describe",
+    configs = subprocess.run([str(old_release.state / "broker0" / "config" / "kafka-tool"), "configs", "--describe",
                               "--entity-type", "brokers", "--entity-name", "2"],
                              capture_output=True, text=True, check=True, timeout=120).stdout
     assert "throttled.rate" not in configs, configs
