@@ -12,13 +12,12 @@ smallest to the largest size (target: no worse than linear).
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import time
 from pathlib import Path
 
 from benchmarks.core import paths
-from benchmarks.perf import ledger_synth
+from benchmarks.perf import ledger_synth, save_figures
 
 COUNTS = ("sent", "acked", "failed", "indeterminate", "lost", "unseen", "duplicates", "reordered", "failed_delivered",
           "indeterminate_delivered")
@@ -195,10 +194,7 @@ def main() -> None:
         size_ratio = large["messages"] / small["messages"]
         print(f"Spark warm time grows {growth:.1f}x from {small['messages']:,} to {large['messages']:,} messages "
               f"({size_ratio:.0f}x the data; target: no worse than linear, i.e. <= {size_ratio:.0f}x)")
-    out = paths.PROJECT_ROOT / "benchmarks" / "results" / f"perf-analysis-{time.strftime('%Y%m%dT%H%M%S')}.json"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(rows, indent=2))
-    print(f"figures: {out}")
+    print(f"figures: {save_figures('analysis', rows)}")
     spark.stop()
 
 

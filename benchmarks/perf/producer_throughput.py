@@ -23,7 +23,6 @@ other figures medians of the rounds; the raw figures are saved as JSON.
 from __future__ import annotations
 
 import argparse
-import json
 import multiprocessing
 import re
 import resource
@@ -40,7 +39,7 @@ from benchmarks.core import paths
 from benchmarks.harness import load, producer
 from benchmarks.hosts import inventory as inventory_lib
 from benchmarks.kafka import topics
-from benchmarks.perf import native_loop
+from benchmarks.perf import native_loop, save_figures
 from benchmarks.record import ledger
 
 TOPIC = "kb-perf"
@@ -267,10 +266,7 @@ def main() -> None:
         print(f"  send delay p99 at half its own maximum     : {own:.3f} ms")
         cpu_c = native_medians["native_same_rate_cpu_us_per_msg"]
         print(f"  CPU per message at the generator's half rate: {cpu_c:.1f} us   (generator / C loop: {cpu_half / cpu_c:.2f})")
-    out = paths.PROJECT_ROOT / "benchmarks" / "results" / f"perf-producer-{time.strftime('%Y%m%dT%H%M%S')}.json"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(results, indent=2))
-    print(f"raw figures: {out}")
+    print(f"raw figures: {save_figures('producer', results)}")
 
 
 if __name__ == "__main__":

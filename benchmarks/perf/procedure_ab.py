@@ -1,0 +1,79 @@
+"""A procedure under load with and without one environment setting, side by side on the same
+machine: each round deploys the inventory's cluster from nothing, runs the procedure's scenario
+(`kafka-bench run`) once with the setting and once without, alternating which goes first, and
+reads each run's procedure time (its procedure-end event) and the run's validity. Medians and
+their ratio, per round and overall.
+
+    python -m benchmarks.perf.procedure_ab --inventory inventories/local-upgrade \\
+        --scenario benchmarks/suites/operations/02-upgrade.yml --env KAFKA_TOOL_ARCHIVE=off [--rounds 2]
+
+The setting is what the "B" runs get (the environment of kafka-bench, so of its playbooks and
+the tools they start); the "A" runs get the environment as it is.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from benchmarks.core import paths
+from benchmarks.perf import save_figures
+from benchmarks.record import records
+
+KAFKA_BENCH = str(Path(sys.executable).parent / "kafka-bench")
+
+
+def kafka_bench(*args: str, env: dict[str, str] | None = None) -> None:
+    subprocess.run([KAFKA_BENCH, *args], check=True, env=env, stdout=subprocess.DEVNULL)
+
+
+def procedure_run(scenario: Path, inventory: Path, env: dict[str, str]) -> dict[str, object]:
+    """Run the scenario once; its procedures' seconds, whether they and the run succeeded."""
+    with tempfile.TemporaryDirectory(prefix="kb-procedure-ab-") as tmp:
+        subprocess.run([KAFKA_BENCH, "run", str(scenario), "-i", str(inventory), "--results", tmp],
+                       env=env, stdout=subprocess.DEVNULL, check=False)
+        [run_dir] = [events.parent for events in Path(tmp).rglob("events.jsonl")]
+        ends = [event for line in (run_dir / "events.jsonl").read_text().splitlines()
+                if isinstance(event := records.EVENT.validate_json(line), records.ProcedureEnd)]
+        summary = records.RunSummary.model_validate_json((run_dir / "summary.json").read_text())
+    return {"procedure_s": sum(e.elapsed_s for e in ends), "procedures_ok": bool(ends) and all(e.ok for e in ends),
+            "valid": summary.valid, "lost": summary.lost, "acked": summary.acked}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--inventory", type=Path, required=True)
+    parser.add_argument("--scenario", type=Path, required=True)
+    parser.add_argument("--env", required=True, help="NAME=VALUE: the setting the B runs get")
+    parser.add_argument("--rounds", type=int, default=2, help="rounds of one A and one B run, alternating the order")
+    args = parser.parse_args()
+    name, sep, value = args.env.partition("=")
+    if not sep or not name:
+        parser.error(f"--env {args.env!r}: give NAME=VALUE")
+    envs = {"A": dict(os.environ), "B": {**os.environ, name: value}}
+    rows: dict[str, list[dict[str, object]]] = {"A": [], "B": []}
+    for round_ in range(1, args.rounds + 1):
+        for side in ("A", "B") if round_ % 2 else ("B", "A"):
+            kafka_bench("cluster", "down", "--purge", "-i", str(args.inventory))
+            kafka_bench("cluster", "up", "-i", str(args.inventory))
+            row = procedure_run(args.scenario, args.inventory, envs[side])
+            rows[side].append({"round": round_, **row})
+            print(f"round {round_} {side} ({'as is' if side == 'A' else args.env}): procedure {row['procedure_s']:.1f} s, "
+                  f"ok {row['procedures_ok']}, valid {row['valid']}, lost {row['lost']} of {row['acked']} acked", flush=True)
+    kafka_bench("cluster", "down", "--purge", "-i", str(args.inventory))
+    med = {side: statistics.median(float(str(r["procedure_s"])) for r in runs) for side, runs in rows.items()}
+    results = {"inventory": str(args.inventory), "scenario": str(args.scenario), "b_env": args.env,
+               "rounds": args.rounds, "median_procedure_s": med, "a_over_b": med["A"] / med["B"], "raw": rows,
+               "project": str(paths.PROJECT_ROOT)}
+    print(f"procedure time, medians of {args.rounds}: {med['A']:.1f} s as is, {med['B']:.1f} s with {args.env} "
+          f"(as is / with: {results['a_over_b']:.2f})")
+    print(f"figures: {save_figures('procedure-ab', results)}")
+
+
+if __name__ == "__main__":
+    main()
