@@ -12,7 +12,7 @@ INVENTORY ?= inventories/local
 # Tools the tests and playbooks start (ansible-playbook, molecule, ...) come from the venv.
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: docs perf-ansible perf-report bench bench-durability bench-kraft bench-operations bench-evidence bench-lab bench-lab-kraft bench-operations-lab perf perf-deps perf-analysis report test test-full test-deps test-unit test-cluster test-roles test-lab lint install cluster-up cluster-down cluster-status lab-deps lab-up lab-down clean
+.PHONY: docs perf-ansible perf-report perf-tools bench bench-durability bench-kraft bench-operations bench-evidence bench-lab bench-lab-kraft bench-operations-lab perf perf-deps perf-analysis report test test-full test-deps test-unit test-cluster test-roles test-lab lint install cluster-up cluster-down cluster-status lab-deps lab-up lab-down clean
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -85,6 +85,12 @@ bench-operations: install
 perf: install perf-deps
 	$(BIN)/kafka-bench cluster up --inventory $(INVENTORY)
 	$(BIN)/python -m benchmarks.perf.producer_throughput --inventory $(INVENTORY)
+
+## A run of Kafka's command-line tools with and without the archive of their classes (class-data
+## sharing, made by the kafka role once a node is healthy): CPU and wall time, side by side.
+perf-tools: install
+	$(BIN)/kafka-bench cluster up --inventory $(INVENTORY)
+	$(BIN)/python -m benchmarks.perf.tool_start --inventory $(INVENTORY)
 
 ## Spark analysis vs DuckDB on the same Parquet files (1M and 10M synthetic messages).
 perf-analysis: install
