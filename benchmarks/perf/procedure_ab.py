@@ -14,6 +14,7 @@ the tools they start); the "A" runs get the environment as it is.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import statistics
 import subprocess
@@ -28,11 +29,22 @@ from benchmarks.record import records
 KAFKA_BENCH = str(Path(sys.executable).parent / "kafka-bench")
 
 
-def kafka_bench(*args: str, env: dict[str, str] | None = None) -> None:
-    subprocess.run([KAFKA_BENCH, *args], check=True, env=env, stdout=subprocess.DEVNULL)
+def kafka_bench(*args: str) -> None:
+    subprocess.run([KAFKA_BENCH, *args], check=True, stdout=subprocess.DEVNULL)
 
 
-def procedure_run(scenario: Path, inventory: Path, env: dict[str, str]) -> dict[str, object]:
+@dataclasses.dataclass(frozen=True)
+class ProcedureRun:
+    """One run of the scenario: its procedures' seconds, whether they and the run succeeded."""
+
+    procedure_s: float
+    procedures_ok: bool
+    valid: bool
+    lost: int
+    acked: int
+
+
+def procedure_run(scenario: Path, inventory: Path, env: dict[str, str]) -> ProcedureRun:
     """Run the scenario once; its procedures' seconds, whether they and the run succeeded."""
     with tempfile.TemporaryDirectory(prefix="kb-procedure-ab-") as tmp:
         subprocess.run([KAFKA_BENCH, "run", str(scenario), "-i", str(inventory), "--results", tmp],
@@ -41,8 +53,8 @@ def procedure_run(scenario: Path, inventory: Path, env: dict[str, str]) -> dict[
         ends = [event for line in (run_dir / "events.jsonl").read_text().splitlines()
                 if isinstance(event := records.EVENT.validate_json(line), records.ProcedureEnd)]
         summary = records.RunSummary.model_validate_json((run_dir / "summary.json").read_text())
-    return {"procedure_s": sum(e.elapsed_s for e in ends), "procedures_ok": bool(ends) and all(e.ok for e in ends),
-            "valid": summary.valid, "lost": summary.lost, "acked": summary.acked}
+    return ProcedureRun(sum(e.elapsed_s for e in ends), bool(ends) and all(e.ok for e in ends), summary.valid,
+                        summary.lost, summary.acked)
 
 
 def main() -> None:
@@ -57,16 +69,18 @@ def main() -> None:
         parser.error(f"--env {args.env!r}: give NAME=VALUE")
     envs = {"A": dict(os.environ), "B": {**os.environ, name: value}}
     rows: dict[str, list[dict[str, object]]] = {"A": [], "B": []}
+    seconds: dict[str, list[float]] = {"A": [], "B": []}
     for round_ in range(1, args.rounds + 1):
         for side in ("A", "B") if round_ % 2 else ("B", "A"):
             kafka_bench("cluster", "down", "--purge", "-i", str(args.inventory))
             kafka_bench("cluster", "up", "-i", str(args.inventory))
             row = procedure_run(args.scenario, args.inventory, envs[side])
-            rows[side].append({"round": round_, **row})
-            print(f"round {round_} {side} ({'as is' if side == 'A' else args.env}): procedure {row['procedure_s']:.1f} s, "
-                  f"ok {row['procedures_ok']}, valid {row['valid']}, lost {row['lost']} of {row['acked']} acked", flush=True)
+            rows[side].append({"round": round_, **dataclasses.asdict(row)})
+            seconds[side].append(row.procedure_s)
+            print(f"round {round_} {side} ({'as is' if side == 'A' else args.env}): procedure {row.procedure_s:.1f} s, "
+                  f"ok {row.procedures_ok}, valid {row.valid}, lost {row.lost} of {row.acked} acked", flush=True)
     kafka_bench("cluster", "down", "--purge", "-i", str(args.inventory))
-    med = {side: statistics.median(float(str(r["procedure_s"])) for r in runs) for side, runs in rows.items()}
+    med = {side: statistics.median(values) for side, values in seconds.items()}
     results = {"inventory": str(args.inventory), "scenario": str(args.scenario), "b_env": args.env,
                "rounds": args.rounds, "median_procedure_s": med, "a_over_b": med["A"] / med["B"], "raw": rows,
                "project": str(paths.PROJECT_ROOT)}

@@ -25,7 +25,6 @@ from __future__ import annotations
 import argparse
 import multiprocessing
 import re
-import resource
 import statistics
 import subprocess
 import tempfile
@@ -39,7 +38,7 @@ from benchmarks.core import paths
 from benchmarks.harness import load, producer
 from benchmarks.hosts import inventory as inventory_lib
 from benchmarks.kafka import topics
-from benchmarks.perf import native_loop, save_figures
+from benchmarks.perf import children_cpu_s, native_loop, save_figures
 from benchmarks.record import ledger
 
 TOPIC = "kb-perf"
@@ -62,12 +61,6 @@ def delay_quantiles(delays_ms) -> dict[str, float]:
 def cpu_cost(cpu_s: float, messages: int, seconds: float) -> dict[str, float]:
     """What sending cost the machine: CPU microseconds per message, and cores held on average."""
     return {"cpu_us_per_msg": 1e6 * cpu_s / max(messages, 1), "cpu_cores": cpu_s / seconds}
-
-
-def children_cpu_s() -> float:
-    """User and system CPU of the child processes waited for so far."""
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
 
 
 RATIOS = ("generator_over_perf_test", "ledger_on_over_off")

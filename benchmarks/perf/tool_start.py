@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import resource
 import statistics
 import subprocess
 import time
@@ -23,14 +22,9 @@ from pathlib import Path
 
 from benchmarks.core import paths
 from benchmarks.hosts import inventory as inventory_lib
-from benchmarks.perf import save_figures
+from benchmarks.perf import children_cpu_s, save_figures
 
 QUERY = ("topics", "--describe", "--under-replicated-partitions")
-
-
-def children_cpu_s() -> float:
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
 
 
 def one_run(tool: str, archive: bool) -> dict[str, float]:
