@@ -20,6 +20,7 @@ class ProcedureRun:
     summary: RunRow              # the analysed run's summary row
     steps: list[dict[str, Any]]  # per step of the procedure: play, duration, p99, unavailability, ...
     html: str                    # the report
+    out: Path                    # the run's results directory
 
     @property
     def plays(self) -> list[str]:
@@ -47,4 +48,4 @@ def run_procedure_scenario(path: Path, inventory_path: Path, runner: AnsibleRunn
               + (f" ({step['node']})" if step["node"] else ""))
     assert s.lost == s.unseen == 0 and summary.acked_lost == 0
     assert all(step["ok"] for step in analysed.steps)
-    return ProcedureRun(s, list(analysed.steps), report.html.read_text())
+    return ProcedureRun(s, list(analysed.steps), report.html.read_text(), out)

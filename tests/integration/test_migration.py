@@ -8,12 +8,15 @@ and the cluster ends on KRaft with ZooKeeper stopped and every partition led; a 
 changes nothing, and site.yml refuses to deploy the migrated brokers back in ZooKeeper mode
 before touching a host.
 
+Each state of the story is a fixture built on the one before it, and what a state looks like is read
+as soon as it is reached: a test asks for the state it checks, whichever tests run, in any order.
 The cluster uses the broker ports of the other modules' clusters: it is deployed here and torn
 down at the end of the module.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import signal
@@ -26,7 +29,7 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from tests.conftest import ROOT, assert_ok, listening_ports, wait_for
-from tests.integration.procedures import run_procedure_scenario
+from tests.integration.procedures import ProcedureRun, run_procedure_scenario
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow, pytest.mark.long]
 
@@ -61,6 +64,39 @@ def phase(node: str) -> str:
     return path.read_text().strip() if path.exists() else "none"
 
 
+@dataclasses.dataclass(frozen=True)
+class Snapshot:
+    """What a state of the migration looks like from outside, read as soon as it is reached, so a
+    test checks the state its fixture reached even when later states were reached since."""
+
+    phases: list[str]          # each node's recorded phase, in NODES order
+    properties: dict[str, str]  # each node's server.properties ("" when it has none)
+    configured: list[str]      # the nodes with a config directory
+    ports: set[int]            # the cluster's ports listening
+    messages: int              # what the topic written before the migration holds
+    controller_claim: str      # ZooKeeper's /controller znode while ZooKeeper runs ("" otherwise)
+
+    @classmethod
+    def now(cls) -> Snapshot:
+        configs = {n: STATE / n / "config" / "server.properties" for n in NODES}
+        ports = PORTS & listening_ports()
+        claim = subprocess.run([str(STATE / "broker0" / "config" / "kafka-tool"), "zookeeper-shell", "get", "/controller"],
+                               capture_output=True, text=True, timeout=120).stdout if 2181 in ports else ""
+        return cls([phase(n) for n in NODES], {n: c.read_text() if c.exists() else "" for n, c in configs.items()},
+                   [n for n in NODES if (STATE / n / "config").exists()], ports, count_messages(BEFORE), claim)
+
+
+@dataclasses.dataclass(frozen=True)
+class Step:
+    """A playbook run of the story and the state it left."""
+
+    result: subprocess.CompletedProcess[str]
+    after: Snapshot
+
+    def assert_ok(self) -> None:
+        assert self.result.returncode == 0, self.result.stdout[-4000:]
+
+
 @pytest.fixture(scope="module")
 def zookeeper_cluster(runner):
     """Kafka 3.9 in ZooKeeper mode, the controllers of the migration not yet provisioned."""
@@ -75,15 +111,14 @@ def zookeeper_cluster(runner):
         producer.produce(BEFORE, str(i).encode(), on_delivery=lambda err, msg: acked.append(err is None))
     producer.flush(60)
     assert acked.count(True) == WRITTEN
-    yield
+    yield Snapshot.now()
     runner.run("teardown.yml", INVENTORY)
 
 
-def test_a_migration_killed_mid_roll_records_the_phase_it_completed(zookeeper_cluster):
-    assert not {9192, 9193, 9194} & listening_ports(), "site.yml left the migration's controllers to the playbook"
-    # Killed while it rolls the brokers into migration mode: the first broker has its new
-    # configuration (running or not), the phase recorded is still "controllers".
-    assert count_messages(BEFORE) == WRITTEN
+@pytest.fixture(scope="module")
+def killed_mid_roll(zookeeper_cluster) -> Snapshot:
+    """The migration playbook SIGKILLed while it rolls the brokers into migration mode (the first
+    broker has its new configuration, running or not)."""
     first = subprocess.Popen(playbook("migrate-to-kraft.yml"), cwd=ROOT, stdout=subprocess.DEVNULL,
                              stderr=subprocess.DEVNULL, start_new_session=True)
     wait_for(lambda: "zookeeper.metadata.migration.enable=true"
@@ -91,45 +126,77 @@ def test_a_migration_killed_mid_roll_records_the_phase_it_completed(zookeeper_cl
              timeout=300, what="broker0 rolled into migration mode")
     os.killpg(first.pid, signal.SIGKILL)
     first.wait()
-    assert [phase(n) for n in NODES] == ["controllers"] * len(NODES)
+    return Snapshot.now()
 
 
-def test_it_resumes_and_stops_before_finalization_in_dual_write(zookeeper_cluster):
-    resumed = subprocess.run(playbook("migrate-to-kraft.yml", "-e", "migration_finalize=false"), cwd=ROOT,
-                             capture_output=True, text=True, timeout=1200)
-    assert resumed.returncode == 0, resumed.stdout[-4000:]
-    assert "Migration starts after phase controllers." in resumed.stdout
-    assert [phase(n) for n in NODES] == ["brokers-kraft"] * len(NODES)
-    assert all("process.roles=broker\n" in (STATE / n / "config" / "server.properties").read_text() for n in BROKERS)
-    assert 2181 in listening_ports(), "ZooKeeper still follows the cluster until finalization"
-    assert count_messages(BEFORE) == WRITTEN
+def _step(*args: str) -> Step:
+    result = subprocess.run(playbook(*args), cwd=ROOT, capture_output=True, text=True, timeout=1200)
+    return Step(result, Snapshot.now())
 
 
-def test_a_rollback_before_finalization_returns_to_zookeeper_with_nothing_lost(zookeeper_cluster):
-    rolled = subprocess.run(playbook("rollback-to-zookeeper.yml"), cwd=ROOT, capture_output=True, text=True,
-                            timeout=1200)
-    assert rolled.returncode == 0, rolled.stdout[-4000:]
-    assert "Rolling back from phase brokers-kraft." in rolled.stdout
-    assert [phase(n) for n in BROKERS] == ["none"] * 3
-    assert not (STATE / "ctl0" / "config").exists() and not {9192, 9193, 9194} & listening_ports()
+@pytest.fixture(scope="module")
+def dual_write(killed_mid_roll) -> Step:
+    """The killed migration run again, stopping before finalization."""
+    return _step("migrate-to-kraft.yml", "-e", "migration_finalize=false")
+
+
+@pytest.fixture(scope="module")
+def rolled_back(dual_write) -> Step:
+    """playbooks/rollback-to-zookeeper.yml run from dual write."""
+    dual_write.assert_ok()
+    return _step("rollback-to-zookeeper.yml")
+
+
+@pytest.fixture(scope="module")
+def migrated_under_load(rolled_back, runner, tmp_path_factory, spark) -> ProcedureRun:
+    """The suite's scenario: the runner migrates the rolled-back cluster again, as a procedure
+    under its load; the cluster's final state, which nothing after it changes."""
+    rolled_back.assert_ok()
+    return run_procedure_scenario(SCENARIO, INVENTORY, runner, tmp_path_factory.mktemp("migration-under-load"))
+
+
+def test_site_leaves_the_migrations_controllers_to_the_playbook(zookeeper_cluster):
+    assert not {9192, 9193, 9194} & zookeeper_cluster.ports, "site.yml started the migration's controllers"
+    assert zookeeper_cluster.messages == WRITTEN
+
+
+def test_a_migration_killed_mid_roll_records_the_phase_it_completed(killed_mid_roll):
+    assert killed_mid_roll.phases == ["controllers"] * len(NODES)
+    assert killed_mid_roll.messages == WRITTEN
+
+
+def test_it_resumes_and_stops_before_finalization_in_dual_write(dual_write):
+    dual_write.assert_ok()
+    assert "Migration starts after phase controllers." in dual_write.result.stdout
+    after = dual_write.after
+    assert after.phases == ["brokers-kraft"] * len(NODES)
+    assert all("process.roles=broker\n" in after.properties[n] for n in BROKERS)
+    assert 2181 in after.ports, "ZooKeeper still follows the cluster until finalization"
+    assert after.messages == WRITTEN
+
+
+def test_a_rollback_before_finalization_returns_to_zookeeper_with_nothing_lost(rolled_back):
+    rolled_back.assert_ok()
+    assert "Rolling back from phase brokers-kraft." in rolled_back.result.stdout
+    after = rolled_back.after
+    assert after.phases[:3] == ["none"] * 3
+    assert "ctl0" not in after.configured and not {9192, 9193, 9194} & after.ports
     for node in BROKERS:
-        props = (STATE / node / "config" / "server.properties").read_text()
+        props = after.properties[node]
         assert "zookeeper.connect=" in props and "process.roles" not in props
         assert "zookeeper.metadata.migration.enable" not in props and "controller.quorum" not in props
-    controller = subprocess.run([str(STATE / "broker0" / "config" / "kafka-tool"), "zookeeper-shell", "get",
-                                 "/controller"], capture_output=True, text=True, timeout=120).stdout
     # A broker is the controller again (a KRaft controller's claim has kraftControllerEpoch >= 0).
-    assert re.search(r'"brokerid":[012],', controller) and '"kraftControllerEpoch":-1' in controller, controller
-    assert count_messages(BEFORE) == WRITTEN
+    claim = after.controller_claim
+    assert re.search(r'"brokerid":[012],', claim) and '"kraftControllerEpoch":-1' in claim, claim
+    assert after.messages == WRITTEN
 
 
-def test_the_migration_under_load_loses_no_acknowledged_write(zookeeper_cluster, runner, tmp_path, spark):
-    """The suite's scenario: the runner migrates the cluster (again) as a procedure under its load."""
-    result = run_procedure_scenario(SCENARIO, INVENTORY, runner, tmp_path)
+def test_the_migration_under_load_loses_no_acknowledged_write(migrated_under_load):
+    result = migrated_under_load
     assert result.summary.acked > 10_000
     assert "Wait until the controllers copied the metadata from ZooKeeper" in result.plays
     assert "Take the active controller out of migration mode last" in result.plays
-    assert (tmp_path / "procedure-steps.csv").exists()
+    assert (result.out / "procedure-steps.csv").exists()
     assert count_messages(BEFORE) == WRITTEN
     assert "What each step of the procedure cost" in result.html
 
@@ -152,12 +219,12 @@ def test_the_migration_under_load_loses_no_acknowledged_write(zookeeper_cluster,
     assert len(topic.partitions) == 6 and all(p.leader >= 0 for p in topic.partitions.values())
 
 
-def test_a_second_run_changes_nothing(runner, zookeeper_cluster):
+def test_a_second_run_changes_nothing(runner, migrated_under_load):
     result = assert_ok(runner.run("migrate-to-kraft.yml", INVENTORY))
     assert result.count("changed") == 0, result.stats
 
 
-def test_site_refuses_to_deploy_the_migrated_brokers_back_on_zookeeper(runner, zookeeper_cluster):
+def test_site_refuses_to_deploy_the_migrated_brokers_back_on_zookeeper(runner, migrated_under_load):
     result = runner.run("site.yml", INVENTORY)
     assert not result.ok
     messages = " ".join(f.message for f in result.failures)

@@ -15,13 +15,14 @@ from __future__ import annotations
 
 import dataclasses
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from confluent_kafka.admin import AdminClient
 
 from tests.conftest import ROOT, assert_ok, listening_ports
-from tests.integration.procedures import run_procedure_scenario
+from tests.integration.procedures import ProcedureRun, run_procedure_scenario
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow, pytest.mark.long]
 
@@ -60,7 +61,7 @@ RELEASES = [OldRelease("local-upgrade", "3.9.2", "3.9-IV0"), OldRelease("local-u
 
 
 @pytest.fixture(scope="module", params=RELEASES, ids=[r.release for r in RELEASES])
-def old_release(request, runner) -> OldRelease:
+def old_release(request, runner) -> Iterator[OldRelease]:
     """Kafka on the older release in KRaft mode on three combined nodes."""
     old: OldRelease = request.param
     assert_ok(runner.run("teardown.yml", old.path))
@@ -70,11 +71,30 @@ def old_release(request, runner) -> OldRelease:
     runner.run("teardown.yml", old.path)
 
 
-def test_the_upgrade_under_load_ends_on_the_new_release_and_loses_nothing(old_release, runner, tmp_path, spark):
+@dataclasses.dataclass(frozen=True)
+class Upgraded:
+    """The old release's cluster upgraded under load: what it ran before, and the procedure's run."""
+
+    old: OldRelease
+    releases_before: list[str]  # each node's release, in NODES order
+    features_before: str        # `kafka-features describe` before the upgrade
+    run: ProcedureRun
+
+
+# The tests ask for the state they check: the upgraded cluster is a fixture (the upgrade runs once
+# per release, whichever of its tests run, in any order), and nothing after it changes its release.
+@pytest.fixture(scope="module")
+def upgraded(old_release, runner, tmp_path_factory, spark) -> Upgraded:
     old = old_release
-    assert [old.release_of(n) for n in NODES] == [old.release] * 3
-    assert f"FinalizedVersionLevel: {old.metadata_version}" in old.features()
-    result = run_procedure_scenario(SUITE / "02-upgrade.yml", old.path, runner, tmp_path)
+    releases, features = [old.release_of(n) for n in NODES], old.features()
+    run = run_procedure_scenario(SUITE / "02-upgrade.yml", old.path, runner, tmp_path_factory.mktemp("upgrade"))
+    return Upgraded(old, releases, features, run)
+
+
+def test_the_upgrade_under_load_ends_on_the_new_release_and_loses_nothing(upgraded):
+    old, result = upgraded.old, upgraded.run
+    assert upgraded.releases_before == [old.release] * 3
+    assert f"FinalizedVersionLevel: {old.metadata_version}" in upgraded.features_before
     assert result.summary.acked > 10_000
     # The controllers that follow, one at a time (a step each), then the active controller, then the features.
     steps = result.plays
@@ -90,22 +110,23 @@ def test_the_upgrade_under_load_ends_on_the_new_release_and_loses_nothing(old_re
     assert all("kafka_2.13-4.3.1/libs" in (old.state / n / "config" / "kafka-service").read_text() for n in NODES)
 
 
-def test_a_second_upgrade_changes_nothing(old_release, runner):
-    result = assert_ok(runner.run("upgrade.yml", old_release.path, extravars={"kafka_upgrade_version": "4.3.1"}))
+def test_a_second_upgrade_changes_nothing(upgraded, runner):
+    result = assert_ok(runner.run("upgrade.yml", upgraded.old.path, extravars={"kafka_upgrade_version": "4.3.1"}))
     assert result.count("changed") == 0, result.stats
 
 
-def test_site_refuses_to_deploy_the_old_release_back(old_release, runner):
-    state = old_release.state
+def test_site_refuses_to_deploy_the_old_release_back(upgraded, runner):
+    state = upgraded.old.state
     before = {n: (state / n / "config" / "server.properties").read_text() for n in NODES}
-    result = runner.run("site.yml", old_release.path)
+    result = runner.run("site.yml", upgraded.old.path)
     assert not result.ok
     messages = " ".join(" ".join(f.message.split()) for f in result.failures)
     assert "this node runs Kafka 4.3.1" in messages and 'set kafka_version: "4.3.1"' in messages, messages
     assert {n: (state / n / "config" / "server.properties").read_text() for n in NODES} == before
 
 
-def test_a_throttled_reassignment_under_load_moves_the_topic_off_broker_2(old_release, runner, tmp_path, spark):
+def test_a_throttled_reassignment_under_load_moves_the_topic_off_broker_2(upgraded, runner, tmp_path, spark):
+    old_release = upgraded.old
     result = run_procedure_scenario(SUITE / "03-reassign-partitions.yml", old_release.path, runner, tmp_path)
     assert result.summary.acked > 10_000
     admin = AdminClient({"bootstrap.servers": BOOTSTRAP})
