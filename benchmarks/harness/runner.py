@@ -287,10 +287,14 @@ def _heal_after(run: Run) -> None:
 def _heal(run: Run, grace_s: float = 0.0) -> None:
     """Revert what the journal holds; start.yml only when a node is down or cannot be seen, also
     after `grace_s` (a node a heal started during the run may still be on its way up)."""
+    # Services on hosts of their own are seen through their control scripts over SSH: a healthy
+    # cluster of remote hosts is healed without start.yml's minute too.
+    processes = host_probe.process_state_probe(run.inventory, ssh.ssh_reader(run.inventory_path))
+
     def nodes_up() -> bool:
         with contextlib.suppress(WaitTimeout):
-            return wait_until(lambda: cluster.every_node_up(run.inventory, run.conn), grace_s, interval_s=1.0,
-                              what="every node to be up")
+            return wait_until(lambda: cluster.every_node_up(run.inventory, run.conn, process_probe=processes), grace_s,
+                              interval_s=1.0, what="every node to be up")
         return False
 
     report = faults.heal(run.runner, run.inventory_path, run.journal, nodes_up=nodes_up)

@@ -74,6 +74,31 @@ def local_process_state(host: str, ctl: str) -> str | None:
     return PROCESS_STATES.get(done.returncode) if done else None
 
 
+def process_state_probe(inventory: ClusterInventory,
+                        remote: Callable[[str, str], str | None] | None = None) -> Callable[[str, str], str | None]:
+    """A `process_probe` for cluster.describe that also sees services on hosts of their own: the
+    control script's state here for a service on this machine, else by `remote` (inventory host,
+    shell command -> its output or None; over SSH: ssh_reader) asking the host's control script.
+    None where the state cannot be seen: no `remote`, the host does not answer, or the service is
+    not under a control script of the roles (systemd control, a script that is not there)."""
+    hosts = {(z.host, z.ctl): z.name for z in inventory.zookeepers}
+    hosts.update({(c.host, c.ctl): c.name for c in inventory.controllers})
+    hosts.update({(b.host, b.ctl): b.name for b in inventory.brokers if b.control == "script"})
+
+    def probe(host: str, ctl: str) -> str | None:
+        state = local_process_state(host, ctl)
+        name = hosts.get((host, ctl))
+        if state is not None or remote is None or name is None:
+            return state
+        answer = remote(name, f"{shlex.quote(ctl)} status >/dev/null 2>&1; echo $?")
+        try:
+            return PROCESS_STATES.get(int((answer or "").strip()))
+        except ValueError:
+            return None
+
+    return probe
+
+
 def broker_cpu(inventory: ClusterInventory,
                remote: Callable[[str, str], str | None] | None = None) -> dict[str, tuple[int, float]] | None:
     """Each broker's process id and the CPU seconds it has used so far (user + system): read here

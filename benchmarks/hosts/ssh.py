@@ -31,11 +31,14 @@ def ssh_command(host: str, get: inventory.HostVars, remote: str) -> list[str] | 
 
 def ssh_reader(inventory_path: Path) -> Callable[[str, str], str | None]:
     """Runs a shell command on an inventory host over SSH, as Ansible reaches it; its output, or
-    None (the host runs its tasks locally, cannot be reached, or the command failed)."""
-    _, resolver = inventory.read(inventory_path)
+    None (the host runs its tasks locally, cannot be reached, or the command failed). The
+    inventory is read on the first command, not before."""
+    resolvers: list[Callable[[str], inventory.HostVars]] = []
 
     def run(host: str, command: str) -> str | None:
-        argv = ssh_command(host, resolver(host), command)
+        if not resolvers:
+            resolvers.append(inventory.read(inventory_path)[1])
+        argv = ssh_command(host, resolvers[0](host), command)
         if argv is None:
             return None
         try:

@@ -210,11 +210,14 @@ def finalized_features(conn: Connection) -> dict[str, int]:
 
 
 def every_node_up(inventory: ClusterInventory, conn: Connection | None = None,
-                  describe_fn: Callable[..., ClusterStatus] | None = None) -> bool:
+                  describe_fn: Callable[..., ClusterStatus] | None = None,
+                  process_probe: Callable[[str, str], str | None] = local_process_state) -> bool:
     """Whether every node of the cluster is known to run and answer: False when the cluster does
-    not answer, a node has a problem, or a node's process cannot be seen from here (a remote host)."""
+    not answer, a node has a problem, or a node's process cannot be seen by `process_probe` (by
+    default only services on this machine are seen: host_probe.process_state_probe sees remote
+    hosts' too)."""
     try:
-        status = (describe_fn or describe)(inventory, conn=conn)
+        status = (describe_fn or describe)(inventory, conn=conn, process_probe=process_probe)
     except Exception:  # whatever kept the cluster from being described, it is not known to be up
         return False
     return status.processes_seen and not status.node_problems()

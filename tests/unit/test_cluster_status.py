@@ -76,7 +76,7 @@ def test_every_node_up_needs_every_process_seen_running_and_no_node_problem():
     inv = inventory.load(LOCAL_INVENTORY)
 
     def up(admin, processes=None, seen=True):
-        return cluster.every_node_up(inv, describe_fn=lambda inv_, conn: describe(admin, processes=processes)
+        return cluster.every_node_up(inv, describe_fn=lambda inv_, conn, **kw: describe(admin, processes=processes)
                                      if seen else cluster.describe(inv_, admin_factory=lambda _: admin,
                                                                    zk_probe=lambda server: "standalone",
                                                                    port_probe=lambda h, p: True,
@@ -86,7 +86,7 @@ def test_every_node_up_needs_every_process_seen_running_and_no_node_problem():
     assert not up(catching_up, processes={"zk0": "paused"})
     assert not up(catching_up, seen=False)
 
-    def unreachable(inv_, conn):
+    def unreachable(inv_, conn, **kw):
         raise cluster.ClusterUnreachable("no broker answered")
     assert not cluster.every_node_up(inv, describe_fn=unreachable)
 
@@ -190,7 +190,7 @@ def test_a_cluster_given_by_bootstrap_is_described_by_its_brokers(features, mode
     assert inv.connection() is given and inv.client_profiles() == ("plaintext",)
     with pytest.raises(ValueError, match="client.security is sasl_ssl, but --bootstrap connects as plaintext"):
         inv.connection("sasl_ssl")
-    assert not cluster.every_node_up(inv, describe_fn=lambda inv_, conn: cluster.describe(
+    assert not cluster.every_node_up(inv, describe_fn=lambda inv_, conn, **kw: cluster.describe(
         inv_, conn=conn, admin_factory=lambda _: FakeAdmin([0, 1, 2], {}), port_probe=lambda h, p: True,
         zk_probe=lambda server: None)), "no process of it can be seen: never taken for up"
 
@@ -226,6 +226,45 @@ def test_broker_cpu_is_read_here_for_brokers_on_this_machine_and_over_the_remote
     # Under systemd service control the pid is the unit's main process.
     unit = dataclasses.replace(elsewhere.brokers[0], service="confluent-server", control="systemd")
     assert "systemctl show -p MainPID --value confluent-server" in host_probe._cpu_command(unit)
+
+
+def test_process_states_are_read_here_or_from_the_remote_hosts_control_script(tmp_path):
+    """A service on this machine through its control script here; one on a host of its own
+    through the reader (SSH in a run) running the same script there: here, on this machine. What
+    cannot be asked is unseen (None), never taken for running."""
+    for name, code in (("broker0", 0), ("broker1", 4), ("zk0", 3)):
+        (tmp_path / name).mkdir()
+        ctl = tmp_path / name / ("zookeeper-service" if name == "zk0" else "kafka-service")
+        ctl.write_text(f"#!/bin/sh\n[ \"$1\" = status ] && exit {code}\nexit 9\n")
+        ctl.chmod(0o755)
+    brokers = tuple(inventory.Broker(f"broker{i}", i, "10.213.0.1", 9092 + i, str(tmp_path / f"broker{i}"))
+                    for i in range(2))
+    zookeeper = inventory.ZooKeeperServer("zk0", "10.213.0.2", 2181, str(tmp_path / "zk0"))
+    elsewhere = inventory.ClusterInventory(tmp_path, brokers, (zookeeper,))
+    asked: list[str] = []
+
+    def shell(host: str, command: str) -> str | None:
+        asked.append(host)
+        done = subprocess.run(["sh", "-c", command], capture_output=True, text=True)
+        return done.stdout if done.returncode == 0 else None
+
+    probe = host_probe.process_state_probe(elsewhere, shell)
+    assert [probe(n.host, n.ctl) for n in (*brokers, zookeeper)] == ["running", "paused", "stopped"]
+    assert asked == ["broker0", "broker1", "zk0"], "each asked on its own inventory host"
+    assert host_probe.process_state_probe(elsewhere)(brokers[0].host, brokers[0].ctl) is None, "no reader: unseen"
+    assert host_probe.process_state_probe(elsewhere, lambda h, c: None)(zookeeper.host, zookeeper.ctl) is None, \
+        "the host does not answer: unseen"
+    missing = dataclasses.replace(brokers[0], conf_dir=str(tmp_path / "nowhere"))
+    assert host_probe.process_state_probe(dataclasses.replace(elsewhere, brokers=(missing,)), shell)(
+        missing.host, missing.ctl) is None, "no control script there (exit 127): unseen"
+    systemd = dataclasses.replace(brokers[0], control="systemd")
+    asked.clear()
+    assert host_probe.process_state_probe(dataclasses.replace(elsewhere, brokers=(systemd,)), shell)(
+        systemd.host, systemd.ctl) is None and not asked, "a unit under systemd is not the roles' script's"
+    here = dataclasses.replace(brokers[1], host="127.0.0.1")
+    asked.clear()
+    assert host_probe.process_state_probe(dataclasses.replace(elsewhere, brokers=(here,)), shell)(
+        here.host, here.ctl) == "paused" and not asked, "this machine's services are read here"
 
 
 class KRaftNode:
