@@ -136,8 +136,8 @@ perf-deps:
 
 ## The tests: unit, tools and lint, Spark analysis, the local clusters (ZooKeeper and KRaft) with the
 ## main job (`kafka-bench run seeds --quick`) on the first, install sources, each role's Molecule
-## scenario, then the multi-host lab; the long end-to-end checks (marked `long`) are left to
-## `make test-full`.
+## scenario, then the multi-host labs (ZooKeeper, also through cp-ansible's layout, and KRaft);
+## the long end-to-end checks (marked `long`) are left to `make test-full`.
 ## Every Debian package a test uses is installed first: a test never skips for a missing one.
 test: install test-deps
 	$(BIN)/python -m pytest
@@ -149,8 +149,8 @@ test: install test-deps
 ## comparison with ZooKeeper) and unclean election with ELR on, the acks=1-below-min-ISR,
 ## refused-write (seed 004), consumer-failover, runner-SIGKILL and check-mode runs on ZooKeeper,
 ## the Apache archive's wrong checksum and the local archive, the secured ZooKeeper cluster, the
-## perf loops, the lab's second deploy, kill-then-isolate run, ZooKeeper ensemble and rolling
-## restart, the KRaft lab. About 2.5 hours here.
+## perf loops, the labs' second deploys, the lab's ZooKeeper ensemble and rolling restart. About
+## 2.5 hours here.
 test-full: install test-deps
 	$(BIN)/python -m pytest -m 'not lab'
 	$(MAKE) test-lab LAB_TESTS=lab

@@ -112,7 +112,6 @@ def test_second_deploy_changes_nothing(lab_cluster, runner):
     assert result.count("changed") == 0, result.stats.get("changed")
 
 
-@pytest.mark.long  # a 95 s run on top of the lab's deployment: `make test-lab LAB_TESTS=lab`
 def test_acks_all_writes_go_on_through_a_broker_kill_and_a_host_isolation(lab_cluster, runner, tmp_path):
     """Run through the cp-ansible layout of the lab (inventories/lab-cp-ansible): the faults, heals
     and log collection find the brokers in kafka_broker, by cp-ansible's ids, and act on services

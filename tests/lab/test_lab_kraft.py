@@ -20,7 +20,7 @@ from benchmarks.spec import scenario as sc
 from tests.conftest import ROOT, assert_ok, wait_for
 from tests.lab.helpers import built_lab, deployed, ssh
 
-pytestmark = [pytest.mark.lab, pytest.mark.slow, pytest.mark.long]
+pytestmark = [pytest.mark.lab, pytest.mark.slow]
 
 LAB = ROOT / "inventories" / "lab-kraft"
 QUORUM = "10.213.1.11:9093,10.213.1.12:9093,10.213.1.13:9093"
@@ -58,6 +58,7 @@ def test_each_host_runs_a_controller_and_a_broker(lab, kraft_lab):
         assert ":9092 " in listening and ":9093 " in listening, listening
 
 
+@pytest.mark.long  # a second deployment over SSH; changed=0 is checked on every local cluster in `make test`
 def test_second_deploy_changes_nothing(kraft_lab, runner):
     result = assert_ok(runner.run("site.yml", LAB))
     assert result.count("changed") == 0, result.stats.get("changed")
