@@ -4,6 +4,7 @@ its run, and what the progress display is shown (`Snapshot`)."""
 from __future__ import annotations
 
 import dataclasses
+import functools
 import random
 import traceback
 from collections.abc import Callable
@@ -13,7 +14,7 @@ from typing import Any
 from benchmarks.core.connection import Connection
 from benchmarks.harness import faults, retry, schedule
 from benchmarks.harness.workers import LoadProcesses
-from benchmarks.hosts import clocks
+from benchmarks.hosts import clocks, ssh
 from benchmarks.hosts.ansible import PlaybookRunner
 from benchmarks.hosts.inventory import ClusterInventory
 from benchmarks.record import records
@@ -72,6 +73,13 @@ class Run:
     step: str = "start"  # the step under way, as a failure names it
     failed: list[str] = dataclasses.field(default_factory=list)  # the steps that raised, in order
     checked: bool = False  # the final read reached the end offsets: the ledgers can be checked
+
+    @functools.cached_property
+    def remote(self) -> Callable[[str, str], str | None] | None:
+        """Shell commands on the inventory's hosts over SSH, as Ansible reaches them (the brokers'
+        CPU, the services' states): one reader for the run; None for a cluster known only by its
+        bootstrap address."""
+        return ssh.ssh_reader(self.inventory_path) if self.inventory.given is None else None
 
     def stage(self, step: str, body: Callable[[Run], Any]) -> bool:
         """`body(self)` as the step named; an exception fails the run (not the suite): False."""

@@ -44,7 +44,7 @@ from benchmarks.harness import (
 from benchmarks.harness.run_state import Run, Snapshot
 from benchmarks.harness.timeline import TimelineSampler
 from benchmarks.harness.workers import LoadProcesses
-from benchmarks.hosts import clocks, host_probe, ssh
+from benchmarks.hosts import clocks, host_probe
 from benchmarks.hosts.ansible import AnsibleRunner, PlaybookRunner
 from benchmarks.hosts.inventory import ClusterInventory
 from benchmarks.kafka import cluster, topics
@@ -226,8 +226,7 @@ def _drive(run: Run) -> None:
     acted and been watched for OBSERVE_S."""
     w = run.scenario.workload
     # The brokers' CPU (over SSH on hosts of their own), read before the clock of the load starts.
-    cpu_remote = ssh.ssh_reader(run.inventory_path) if run.inventory.given is None else None
-    cpu_before = host_probe.broker_cpu(run.inventory, cpu_remote)
+    cpu_before = host_probe.broker_cpu(run.inventory, run.remote)
     run.start_ns = time.time_ns() + int(run.workers.start_lead_s * 1e9)
     end_ns = run.start_ns + int((run.warmup_s + run.duration_s) * 1e9)
     run.workers.start_producers(run.start_ns, end_ns)
@@ -268,7 +267,7 @@ def _drive(run: Run) -> None:
     finally:
         steps.join(300)
         run.workers.kill_producers()
-    run.broker_cpu_s = host_probe.cpu_used(cpu_before, host_probe.broker_cpu(run.inventory, cpu_remote))
+    run.broker_cpu_s = host_probe.cpu_used(cpu_before, host_probe.broker_cpu(run.inventory, run.remote))
     run.events.write(records.LoadEnd(end_ns=run.workers.end_ns,
                                      producers=load.producer_meta(run.run_dir / "ledger" / "produce")))
 
@@ -289,7 +288,7 @@ def _heal(run: Run, grace_s: float = 0.0) -> None:
     after `grace_s` (a node a heal started during the run may still be on its way up)."""
     # Services on hosts of their own are seen through their control scripts over SSH: a healthy
     # cluster of remote hosts is healed without start.yml's minute too.
-    processes = host_probe.process_state_probe(run.inventory, ssh.ssh_reader(run.inventory_path))
+    processes = host_probe.process_state_probe(run.inventory, run.remote)
 
     def nodes_up() -> bool:
         with contextlib.suppress(WaitTimeout):

@@ -52,14 +52,18 @@ def port_open(host: str, port: int, timeout: float = 1.0) -> bool:
         return False
 
 
+def on_this_machine(host: str) -> bool:
+    """Whether the inventory's address for a service is this machine's (loopback)."""
+    try:
+        return host == "localhost" or ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
 def local_ctl(host: str, ctl: str, action: str) -> subprocess.CompletedProcess[str] | None:
     """The control script's answer to `action`, for a service on this machine (a loopback address
     whose script exists here); None where it cannot be asked from here."""
-    try:
-        local = host == "localhost" or ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        local = False
-    if not local or not os.access(ctl, os.X_OK):
+    if not on_this_machine(host) or not os.access(ctl, os.X_OK):
         return None
     try:
         return subprocess.run([ctl, action], capture_output=True, text=True, timeout=10)
@@ -86,10 +90,11 @@ def process_state_probe(inventory: ClusterInventory,
     hosts.update({(b.host, b.ctl): b.name for b in inventory.brokers if b.control == "script"})
 
     def probe(host: str, ctl: str) -> str | None:
-        state = local_process_state(host, ctl)
+        if on_this_machine(host):
+            return local_process_state(host, ctl)
         name = hosts.get((host, ctl))
-        if state is not None or remote is None or name is None:
-            return state
+        if remote is None or name is None:
+            return None
         answer = remote(name, f"{shlex.quote(ctl)} status >/dev/null 2>&1; echo $?")
         try:
             return PROCESS_STATES.get(int((answer or "").strip()))

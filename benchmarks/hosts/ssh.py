@@ -4,6 +4,7 @@ this way, outside a playbook."""
 
 from __future__ import annotations
 
+import functools
 import shlex
 import subprocess
 from collections.abc import Callable
@@ -33,12 +34,12 @@ def ssh_reader(inventory_path: Path) -> Callable[[str, str], str | None]:
     """Runs a shell command on an inventory host over SSH, as Ansible reaches it; its output, or
     None (the host runs its tasks locally, cannot be reached, or the command failed). The
     inventory is read on the first command, not before."""
-    resolvers: list[Callable[[str], inventory.HostVars]] = []
+    @functools.cache
+    def resolver() -> Callable[[str], inventory.HostVars]:
+        return inventory.read(inventory_path)[1]
 
     def run(host: str, command: str) -> str | None:
-        if not resolvers:
-            resolvers.append(inventory.read(inventory_path)[1])
-        argv = ssh_command(host, resolvers[0](host), command)
+        argv = ssh_command(host, resolver()(host), command)
         if argv is None:
             return None
         try:
