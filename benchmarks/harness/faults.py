@@ -139,22 +139,27 @@ class AnsibleFaultInjector:
 class HealReport:
     reverted: list[FaultRecord]
     start: PlaybookResult | None  # None: start.yml was not run (not asked for, or every node was up)
+    not_up: list[str] = dataclasses.field(default_factory=list)  # why it ran: what `not_up` found
 
 
 def heal(runner: PlaybookRunner, inventory_path: Path, journal: Journal | None = None,
-         ensure_started: bool = True, nodes_up: Callable[[], bool] | None = None) -> HealReport:
+         ensure_started: bool = True, not_up: Callable[[], list[str]] | None = None) -> HealReport:
     """Revert every outstanding fault of this inventory, then start whatever is still down
-    (start.yml). With `nodes_up` (whether every node is seen to run: cluster.every_node_up, which
-    the caller may give time), start.yml is left out when every node is up after the reverts: a
-    healthy cluster is healed in a second, not in the twenty of a playbook that changes nothing."""
+    (start.yml). With `not_up` (why not every node is seen to run, nothing when every node is:
+    cluster.nodes_not_up, which the caller may give time), start.yml is left out when every node
+    is up after the reverts: a healthy cluster is healed in a second, not in the twenty of a
+    playbook that changes nothing. Otherwise the report keeps what `not_up` found."""
     injector = AnsibleFaultInjector(runner, inventory_path, journal)
     outstanding = injector.journal.outstanding(str(Path(inventory_path).resolve()))
     outstanding.sort(key=lambda r: spec_of(r.kind).heal_order)  # e.g. ZooKeeper before the brokers
     for record in outstanding:
         injector.revert(record)
-    if not ensure_started or (nodes_up is not None and nodes_up()):
+    if not ensure_started:
+        return HealReport(outstanding, None)
+    why = not_up() if not_up is not None else []
+    if not_up is not None and not why:
         return HealReport(outstanding, None)
     start = runner.run("start.yml", inventory_path)
     if not start.ok:
         raise FaultError(f"start.yml failed while healing:\n{summarize_failures(start.failures)}")
-    return HealReport(outstanding, start)
+    return HealReport(outstanding, start, why)

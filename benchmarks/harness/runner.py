@@ -290,15 +290,19 @@ def _heal(run: Run, grace_s: float = 0.0) -> None:
     # cluster of remote hosts is healed without start.yml's minute too.
     processes = host_probe.process_state_probe(run.inventory, run.remote)
 
-    def nodes_up() -> bool:
-        with contextlib.suppress(WaitTimeout):
-            return wait_until(lambda: cluster.every_node_up(run.inventory, run.conn, process_probe=processes), grace_s,
-                              interval_s=1.0, what="every node to be up")
-        return False
+    def not_up() -> list[str]:
+        found: list[str] = []
 
-    report = faults.heal(run.runner, run.inventory_path, run.journal, nodes_up=nodes_up)
+        def every_node_up() -> bool:
+            found[:] = cluster.nodes_not_up(run.inventory, run.conn, process_probe=processes)
+            return not found
+        with contextlib.suppress(WaitTimeout):
+            wait_until(every_node_up, grace_s, interval_s=1.0, what="every node to be up")
+        return found
+
+    report = faults.heal(run.runner, run.inventory_path, run.journal, not_up=not_up)
     run.events.write(records.Healed(reverted=[r.fault_id for r in report.reverted],
-                                    start_playbook=report.start is not None))
+                                    start_playbook=report.start is not None, not_up=report.not_up))
 
 
 class Drain:

@@ -133,13 +133,15 @@ class ClusterStatus:
             out += [problem for c in self.quorum.controllers for problem in c.problems(self.quorum.leader_id)]
         return out
 
-    @property
-    def processes_seen(self) -> bool:
-        """Whether this machine saw the process of every node of the inventory (services on this
-        machine): only then does a clean node_problems() mean every node runs."""
-        nodes = [b.process for b in self.brokers if b.name != NOT_IN_INVENTORY] + [z.process for z in self.zookeepers]
-        nodes += [c.process for c in self.quorum.controllers] if self.quorum is not None else []
-        return all(process is not None for process in nodes)
+    def unseen_processes(self) -> list[str]:
+        """The nodes of the inventory whose process could not be seen (by default only services on
+        this machine are): only when there is none does a clean node_problems() mean every node runs."""
+        nodes = [(f"broker {b.broker_id} ({b.name}, {b.host}:{b.port})", b.process)
+                 for b in self.brokers if b.name != NOT_IN_INVENTORY]
+        nodes += [(f"ZooKeeper {z.name} ({z.endpoint})", z.process) for z in self.zookeepers]
+        nodes += [(f"controller {c.node_id} ({c.name}, {c.endpoint})", c.process)
+                  for c in self.quorum.controllers] if self.quorum is not None else []
+        return [f"{who}: its process could not be seen" for who, process in nodes if process is None]
 
     def problems(self) -> list[str]:
         out = self.node_problems()
@@ -209,18 +211,18 @@ def finalized_features(conn: Connection) -> dict[str, int]:
         return dict(wire.features)
 
 
-def every_node_up(inventory: ClusterInventory, conn: Connection | None = None,
-                  describe_fn: Callable[..., ClusterStatus] | None = None,
-                  process_probe: Callable[[str, str], str | None] = local_process_state) -> bool:
-    """Whether every node of the cluster is known to run and answer: False when the cluster does
-    not answer, a node has a problem, or a node's process cannot be seen by `process_probe` (by
-    default only services on this machine are seen: host_probe.process_state_probe sees remote
-    hosts' too)."""
+def nodes_not_up(inventory: ClusterInventory, conn: Connection | None = None,
+                 describe_fn: Callable[..., ClusterStatus] | None = None,
+                 process_probe: Callable[[str, str], str | None] = local_process_state) -> list[str]:
+    """Why not every node of the cluster is known to run and answer, empty when every node is: the
+    cluster does not answer, a node has a problem, or a node's process cannot be seen by
+    `process_probe` (by default only services on this machine are seen:
+    host_probe.process_state_probe sees remote hosts' too)."""
     try:
         status = (describe_fn or describe)(inventory, conn=conn, process_probe=process_probe)
-    except Exception:  # whatever kept the cluster from being described, it is not known to be up
-        return False
-    return status.processes_seen and not status.node_problems()
+    except Exception as exc:  # whatever kept the cluster from being described, it is not known to be up
+        return [f"the cluster could not be described: {exc}"]
+    return status.unseen_processes() + status.node_problems()
 
 
 def admin_client(conn: Connection, **extra: Any):

@@ -360,11 +360,14 @@ class HealAfterRun(Event):
 
 
 class Healed(Event):
-    """Every outstanding fault reverted (their ids), and start.yml run unless every node was seen up."""
+    """Every outstanding fault reverted (their ids), and start.yml run unless every node was seen
+    up; not_up says why it ran: what the last look at the cluster found (a node down or not seen,
+    the cluster not answering)."""
 
     event: Literal["healed"] = "healed"
     reverted: list[str] = []
     start_playbook: bool = True
+    not_up: list[str] = []
 
 
 class FinalReadStart(Event):

@@ -69,14 +69,14 @@ def test_process_state_is_read_only_for_services_on_this_machine(tmp_path):
     assert host_probe.local_process_state("127.0.0.1", str(tmp_path / "missing")) is None
 
 
-def test_every_node_up_needs_every_process_seen_running_and_no_node_problem():
+def test_a_node_is_up_when_its_process_is_seen_running_and_it_has_no_problem():
     """Partitions aside (a restarted broker catching up is a node that is up), a node must be
     seen: a remote host's process cannot be, and then start.yml is not left out."""
     catching_up = FakeAdmin([0, 1, 2], {0: (0, [0, 1, 2], [0, 2])})
     inv = inventory.load(LOCAL_INVENTORY)
 
     def up(admin, processes=None, seen=True):
-        return cluster.every_node_up(inv, describe_fn=lambda inv_, conn, **kw: describe(admin, processes=processes)
+        return not cluster.nodes_not_up(inv, describe_fn=lambda inv_, conn, **kw: describe(admin, processes=processes)
                                      if seen else cluster.describe(inv_, admin_factory=lambda _: admin,
                                                                    zk_probe=lambda server: "standalone",
                                                                    port_probe=lambda h, p: True,
@@ -88,7 +88,27 @@ def test_every_node_up_needs_every_process_seen_running_and_no_node_problem():
 
     def unreachable(inv_, conn, **kw):
         raise cluster.ClusterUnreachable("no broker answered")
-    assert not cluster.every_node_up(inv, describe_fn=unreachable)
+    assert cluster.nodes_not_up(inv, describe_fn=unreachable)
+
+
+def test_nodes_not_up_says_which_node_is_down_or_unseen_and_why():
+    """What the heal records when it runs start.yml: the nodes it could not see, or saw down."""
+    inv = inventory.load(LOCAL_INVENTORY)
+    admin = FakeAdmin([0, 1, 2], {0: (0, [0, 1, 2], [0, 1, 2])})
+
+    def not_up(process_probe):
+        return cluster.nodes_not_up(inv, describe_fn=lambda inv_, conn, **kw: cluster.describe(
+            inv_, admin_factory=lambda _: admin, zk_probe=lambda server: "standalone", port_probe=lambda h, p: True,
+            process_probe=process_probe))
+    assert not_up(lambda host, ctl: "running") == []
+    unseen = not_up(lambda host, ctl: None if ctl.endswith("zookeeper-service") else "running")
+    assert unseen == ["ZooKeeper zk0 (127.0.0.1:2181): its process could not be seen"]
+    stopped = not_up(lambda host, ctl: "stopped" if "/broker1/" in ctl else "running")
+    assert stopped == ["broker 1 (broker1, 127.0.0.1:9093): its process is stopped"]
+
+    def unreachable(inv_, conn, **kw):
+        raise cluster.ClusterUnreachable("no broker answered")
+    assert cluster.nodes_not_up(inv, describe_fn=unreachable) == ["the cluster could not be described: no broker answered"]
 
 
 def test_healthy_cluster():
@@ -190,9 +210,11 @@ def test_a_cluster_given_by_bootstrap_is_described_by_its_brokers(features, mode
     assert inv.connection() is given and inv.client_profiles() == ("plaintext",)
     with pytest.raises(ValueError, match="client.security is sasl_ssl, but --bootstrap connects as plaintext"):
         inv.connection("sasl_ssl")
-    assert not cluster.every_node_up(inv, describe_fn=lambda inv_, conn, **kw: cluster.describe(
+    not_up = cluster.nodes_not_up(inv, describe_fn=lambda inv_, conn, **kw: cluster.describe(
         inv_, conn=conn, admin_factory=lambda _: FakeAdmin([0, 1, 2], {}), port_probe=lambda h, p: True,
-        zk_probe=lambda server: None)), "no process of it can be seen: never taken for up"
+        zk_probe=lambda server: None))
+    assert not_up[:3] == [f"broker {i} (broker{i}, 127.0.0.1:909{2 + i}): its process could not be seen"
+                          for i in range(3)], "no process of it can be seen: never taken for up"
 
 
 def test_broker_cpu_is_what_the_same_processes_used_between_two_readings(tmp_path):

@@ -142,9 +142,11 @@ def test_heal_runs_start_only_when_a_node_is_not_seen_up_after_the_reverts(tmp_p
         injector = faults.AnsibleFaultInjector(FakeRunner(), LOCAL_INVENTORY, journal)
         injector.inject(injector.new_record("broker-kill", ["broker2"], 2, "broker 2"))
     runner = FakeRunner()
-    report = faults.heal(runner, LOCAL_INVENTORY, journal, nodes_up=lambda: up)
+    why = [] if up else ["broker 2 (broker2, 127.0.0.1:9094): its process is stopped"]
+    report = faults.heal(runner, LOCAL_INVENTORY, journal, not_up=lambda: why)
     assert runner.calls == calls
     assert (report.start is not None) is (("start.yml", None, None) in calls)
+    assert report.not_up == why, "the report says why start.yml ran"
 
 
 def test_unknown_fault_kind_is_refused():

@@ -105,7 +105,7 @@ def doubles(monkeypatch):
     """Install the doubles for a run failing at `step` with `error`; returns (kafka, playbooks)."""
     monkeypatch.setattr(retry, "FIRST_BACKOFF_S", 0.01)
     monkeypatch.setattr(runner_lib, "HEAL_GRACE_S", 0.0)
-    monkeypatch.setattr(cluster, "every_node_up", lambda *a, **k: False)  # the heal runs start.yml
+    monkeypatch.setattr(cluster, "nodes_not_up", lambda *a, **k: ["broker 0: down"])  # the heal runs start.yml
 
     def install(step: str | None, kafka_error: BaseException | None = None,
                 playbook_answer: PlaybookResult | BaseException | None = None) -> tuple[KafkaDouble, PlaybookDouble]:
@@ -158,6 +158,8 @@ def test_a_run_without_errors_is_valid_and_makes_every_call_once(doubles, tmp_pa
     assert kafka.calls == list(KAFKA_STEPS)
     # The heal after the load, then the logs (the heal before the run is _prepare's: a double here).
     assert playbooks.played == ["start.yml", "collect-logs.yml"]
+    [healed] = named(events, "healed")
+    assert healed["start_playbook"] and healed["not_up"] == ["broker 0: down"], "why start.yml ran is recorded"
     assert not named(events, "retry-waited") and not named(events, "run-failed")
     assert not (run_dir / "error.txt").exists()
 
