@@ -139,9 +139,13 @@ perf-deps:
 ## scenario, then the multi-host labs (ZooKeeper, also through cp-ansible's layout, and KRaft);
 ## the long end-to-end checks (marked `long`) are left to `make test-full`.
 ## Every Debian package a test uses is installed first: a test never skips for a missing one.
+## At the end, where the time went: per tier, per module, the slowest tests (.test-times/).
+TEST_TIMES := .test-times
 test: install test-deps
-	$(BIN)/python -m pytest
-	$(MAKE) test-lab
+	rm -rf $(TEST_TIMES)
+	$(BIN)/python -m pytest --junitxml=$(TEST_TIMES)/pytest.xml
+	$(MAKE) test-lab LAB_PYTEST_ARGS=--junitxml=$(TEST_TIMES)/lab.xml
+	$(BIN)/python -m benchmarks.perf.ci_times $(TEST_TIMES)/*.xml
 
 ## Everything `make test` runs and the long checks besides (marked `long`): the ZooKeeper -> KRaft
 ## migration and its rollback, the upgrades to 4.3.1 from 3.9.2 and from 4.2.1 (each followed by
@@ -180,8 +184,9 @@ lab-deps:
 	$(call apt-install,$(LAB_PACKAGES),test -x /usr/sbin/sshd && command -v nft >/dev/null && command -v ruby >/dev/null,the lab)
 
 LAB_TESTS ?= lab and not long
+LAB_PYTEST_ARGS ?=
 test-lab: install lab-deps
-	$(BIN)/python -m pytest -m '$(LAB_TESTS)' -s tests/lab; status=$$?; \
+	$(BIN)/python -m pytest -m '$(LAB_TESTS)' -s $(LAB_PYTEST_ARGS) tests/lab; status=$$?; \
 	  $(BIN)/kafka-bench lab down --inventory $(LAB_INVENTORY) || status=1; \
 	  $(BIN)/kafka-bench lab down --inventory $(LAB_KRAFT_INVENTORY) || status=1; exit $$status
 
@@ -239,4 +244,4 @@ cluster-down: install
 
 clean:
 	-test -x $(BIN)/kafka-bench && $(BIN)/kafka-bench cluster down --purge --inventory $(INVENTORY)
-	rm -rf .runner .pytest_cache
+	rm -rf .runner .pytest_cache .test-times
