@@ -52,8 +52,13 @@ class BrokerState:
     process: str | None = None  # running, paused or stopped, from its control script; None: not checked here
     fenced: bool = False  # KRaft: registered but fenced by the controller (no heartbeat, or catching up)
 
+    @property
+    def who(self) -> str:
+        """How a problem names it."""
+        return f"broker {self.broker_id} ({self.name}, {self.host}:{self.port})"
+
     def problems(self) -> list[str]:
-        who = f"broker {self.broker_id} ({self.name}, {self.host}:{self.port})"
+        who = self.who
         out = [f"{who} is fenced" if self.fenced else f"{who} is not registered"] if not self.alive else []
         if self.process in ("stopped", "paused"):
             out.append(f"{who}: its process is {self.process}")
@@ -69,10 +74,15 @@ class ZooKeeperState:
     mode: str | None  # standalone, leader, follower; None when it does not answer
     process: str | None = None  # as BrokerState.process
 
+    @property
+    def who(self) -> str:
+        """How a problem names it."""
+        return f"ZooKeeper {self.name} ({self.endpoint})"
+
     def problems(self) -> list[str]:
-        out = [f"ZooKeeper {self.name} ({self.endpoint}) does not answer"] if not self.mode else []
+        out = [f"{self.who} does not answer"] if not self.mode else []
         if self.process in ("stopped", "paused"):
-            out.append(f"ZooKeeper {self.name} ({self.endpoint}): its process is {self.process}")
+            out.append(f"{self.who}: its process is {self.process}")
         return out
 
 
@@ -88,8 +98,13 @@ class ControllerState:
     combined: bool = False
     process: str | None = None  # as BrokerState.process
 
+    @property
+    def who(self) -> str:
+        """How a problem names it."""
+        return f"controller {self.node_id} ({self.name}, {self.endpoint})"
+
     def problems(self, leader: int | None) -> list[str]:
-        who = f"controller {self.node_id} ({self.name}, {self.endpoint})"
+        who = self.who
         out = []
         if leader is not None and not self.voter:
             out.append(f"{who} is not a voter of the quorum")
@@ -136,12 +151,11 @@ class ClusterStatus:
     def unseen_processes(self) -> list[str]:
         """The nodes of the inventory whose process could not be seen (by default only services on
         this machine are): only when there is none does a clean node_problems() mean every node runs."""
-        nodes = [(f"broker {b.broker_id} ({b.name}, {b.host}:{b.port})", b.process)
-                 for b in self.brokers if b.name != NOT_IN_INVENTORY]
-        nodes += [(f"ZooKeeper {z.name} ({z.endpoint})", z.process) for z in self.zookeepers]
-        nodes += [(f"controller {c.node_id} ({c.name}, {c.endpoint})", c.process)
-                  for c in self.quorum.controllers] if self.quorum is not None else []
-        return [f"{who}: its process could not be seen" for who, process in nodes if process is None]
+        nodes: list[BrokerState | ZooKeeperState | ControllerState] = [
+            b for b in self.brokers if b.name != NOT_IN_INVENTORY]
+        nodes += self.zookeepers
+        nodes += self.quorum.controllers if self.quorum is not None else ()
+        return [f"{node.who}: its process could not be seen" for node in nodes if node.process is None]
 
     def problems(self) -> list[str]:
         out = self.node_problems()
