@@ -19,8 +19,10 @@ import collections
 import dataclasses
 import datetime
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
+
+from benchmarks.perf import sum_by
 
 # The events that mark where one task's time ends: the next task, the next play, the end.
 _BOUNDARIES = frozenset({"playbook_on_task_start", "playbook_on_play_start", "playbook_on_stats"})
@@ -88,11 +90,8 @@ def read(directory: Path) -> PlaybookTime:
     return PlaybookTime(playbook, _when(events[-1]) - _when(events[0]), tasks)
 
 
-def _sum_by(tasks: Iterable[TaskTime], key) -> list[tuple[float, int, str]]:
-    totals: dict[str, list[float]] = collections.defaultdict(list)
-    for task in tasks:
-        totals[key(task)].append(task.wall_s)
-    return sorted(((sum(v), len(v), k) for k, v in totals.items()), reverse=True)
+def _wall_s(task: TaskTime) -> float:
+    return task.wall_s
 
 
 def render(playbooks: Sequence[PlaybookTime], top: int = 25) -> str:
@@ -106,10 +105,10 @@ def render(playbooks: Sequence[PlaybookTime], top: int = 25) -> str:
              f"  mean per task: {sum(t.wall_s for t in tasks) / max(1, len(tasks)):.2f} s", ""]
     for title, key in (("role", lambda t: t.role), ("module", lambda t: t.action)):
         lines.append(f"by {title}:")
-        lines += [f"  {s:7.1f} s {n:4d}x  {k}" for s, n, k in _sum_by(tasks, key)[:12]]
+        lines += [f"  {s:7.1f} s {n:4d}x  {k}" for s, n, k in sum_by(tasks, key, _wall_s)[:12]]
         lines.append("")
     lines.append(f"the {top} slowest tasks (summed by name over the runs):")
-    lines += [f"  {s:7.1f} s {n:4d}x  {k}" for s, n, k in _sum_by(tasks, lambda t: f"{t.role}: {t.name}")[:top]]
+    lines += [f"  {s:7.1f} s {n:4d}x  {k}" for s, n, k in sum_by(tasks, lambda t: f"{t.role}: {t.name}", _wall_s)[:top]]
     return "\n".join(lines)
 
 

@@ -16,6 +16,8 @@ import xml.etree.ElementTree as ET
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
+from benchmarks.perf import sum_by
+
 
 @dataclasses.dataclass(frozen=True)
 class CaseTime:
@@ -43,24 +45,19 @@ def read(path: Path) -> list[CaseTime]:
     out = []
     for case in ET.parse(path).getroot().iter("testcase"):
         parts = case.get("classname", "").split(".")
-        modules = [i for i, part in enumerate(parts) if part.startswith("test_")]
-        module = "/".join(parts[1:modules[0] + 1]) + ".py" if modules else ".".join(parts[1:]) or "?"
+        test_at = [i for i, part in enumerate(parts) if part.startswith("test_")]
+        module = "/".join(parts[1:test_at[0] + 1]) + ".py" if test_at else ".".join(parts[1:]) or "?"
         out.append(CaseTime(module, case.get("name", "?"), float(case.get("time") or 0.0), _outcome(case)))
     return out
 
 
 def report(tests: Sequence[CaseTime], top: int = 15) -> str:
-    tiers: dict[str, float] = collections.defaultdict(float)
-    modules: dict[str, float] = collections.defaultdict(float)
-    for t in tests:
-        tiers[t.tier] += t.seconds
-        modules[t.module] += t.seconds
     outcomes = collections.Counter(t.outcome for t in tests)
-    lines = [f"{len(tests)} tests, {sum(tiers.values()):.0f} s in tests "
+    lines = [f"{len(tests)} tests, {sum(t.seconds for t in tests):.0f} s in tests "
              f"({', '.join(f'{n} {o}' for o, n in sorted(outcomes.items()))})", "", "by tier:"]
-    lines += [f"  {s:8.0f} s  tests/{tier}" for tier, s in sorted(tiers.items(), key=lambda kv: -kv[1])]
+    lines += [f"  {s:8.0f} s  tests/{tier}" for s, _, tier in sum_by(tests, lambda t: t.tier, lambda t: t.seconds)]
     lines += ["", "by module:"]
-    lines += [f"  {s:8.0f} s  tests/{m}" for m, s in sorted(modules.items(), key=lambda kv: -kv[1]) if s >= 1]
+    lines += [f"  {s:8.0f} s  tests/{m}" for s, _, m in sum_by(tests, lambda t: t.module, lambda t: t.seconds) if s >= 1]
     lines += ["", f"the {top} slowest tests:"]
     lines += [f"  {t.seconds:8.0f} s  tests/{t.module}::{t.name}"
               for t in sorted(tests, key=lambda t: -t.seconds)[:top]]
