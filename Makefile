@@ -12,7 +12,7 @@ INVENTORY ?= inventories/local
 # Tools the tests and playbooks start (ansible-playbook, molecule, ...) come from the venv.
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: docs perf-ansible perf-report perf-tools bench bench-durability bench-kraft bench-operations bench-evidence bench-lab bench-lab-kraft bench-operations-lab perf perf-deps perf-analysis report test test-full test-deps test-unit test-cluster test-roles test-lab lint install cluster-up cluster-down cluster-status lab-deps lab-up lab-down clean
+.PHONY: docs perf-ansible perf-runs perf-report perf-tools bench bench-durability bench-kraft bench-operations bench-evidence bench-lab bench-lab-kraft bench-operations-lab perf perf-deps perf-analysis report test test-full test-deps test-unit test-cluster test-roles test-lab lint install cluster-up cluster-down cluster-status lab-deps lab-up lab-down clean
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -113,6 +113,11 @@ perf-report: install
 ## make perf-ansible RUNS='.runner/<time>-site-<id> ...'
 perf-ansible: install
 	$(BIN)/python -m benchmarks.perf.ansible_time $(RUNS)
+
+## Where a suite's runs spend their time (per step: warm-up, load, heals...), from their events:
+## make perf-runs DIR=benchmarks/results/<time>-seeds
+perf-runs: install
+	$(BIN)/python -m benchmarks.perf.run_phases $(DIR)
 
 ## Re-analyse a results directory: make report DIR=benchmarks/results/<time>-seeds
 report: install
