@@ -88,12 +88,14 @@ def scaled(scenario: Scenario, quick: bool) -> tuple[float, float, float]:
 def execute(scenario: Scenario, inventory: ClusterInventory, inventory_path: Path, runner: PlaybookRunner,
             results_root: Path, quick: bool = False, ledger_enabled: bool = True, seed: int | None = None,
             progress: Callable[[Snapshot], None] | None = None, trial: int = 1,
-            conn: Connection | None = None, sweep: tuple[str, dict[str, Any]] | None = None) -> records.RunSummary:
+            conn: Connection | None = None, sweep: tuple[str, dict[str, Any]] | None = None,
+            keep_topic: bool = False) -> records.RunSummary:
     """Heal, wait for a recovered cluster, create the topic, warm up, drive the load with the
     steps on schedule, heal, read everything back, and write summary.json. `trial`: which of
     the scenario's `trials` this run is (each on a topic of its own). `conn`: how clients reach
     the cluster (default: the inventory's client settings for the scenario's client.security).
-    `sweep`: the scenario this run is a point of, and the point (scenario.Run.sweep)."""
+    `sweep`: the scenario this run is a point of, and the point (scenario.Run.sweep). The run's topic
+    is deleted at the end unless `keep_topic`."""
     if not 1 <= trial <= scenario.trials:
         raise ValueError(f"trial {trial} is not one of the scenario's 1 to {scenario.trials}")
     hostless = hostless_errors(scenario, "scenario.", "this cluster is known only by its bootstrap address")
@@ -143,6 +145,8 @@ def execute(scenario: Scenario, inventory: ClusterInventory, inventory_path: Pat
         if timelines:
             run.stage("stop the timeline", lambda run: timelines[0].stop())
     run.stage("collect", _collect)
+    if not keep_topic:
+        _delete_topic(run)
     return run_summary.summarize(run)
 
 
@@ -362,6 +366,22 @@ def _collect(run: Run) -> None:
     run.events.write(records.LedgerCompacted(parts=merged.parts, files=merged.files, bytes_before=merged.bytes_before,
                                              bytes_after=merged.bytes_after, took_s=round(time.monotonic() - started, 3),
                                              problems=merged.problems))
+
+
+def _delete_topic(run: Run) -> None:
+    """The run's topic deleted: its data is in the ledgers, and a topic left behind keeps costing the
+    brokers. Measured on the local cluster (2 cores): with 68 earlier runs' topics left on it, the
+    produce-path warm-up of seed 001's load (13 partitions, five consumers, 500 msg/s) acked 150-280
+    msg/s and had not settled after 210 s; with them deleted, it settled in 6 s, twice. A topic that
+    cannot be deleted leaves the run valid; the event says why."""
+    run.show("deleting the topic")
+    started = time.monotonic()
+    try:
+        deleted, error = topics.delete_topic(run.conn, run.topic), None
+    except Exception as exc:  # a cluster down after its run, or no right to delete: the run still stands
+        deleted, error = False, f"{type(exc).__name__}: {exc}"[:300]
+    run.events.write(records.TopicDeleted(topic=run.topic, deleted=deleted, error=error,
+                                          took_s=round(time.monotonic() - started, 3)))
 
 
 def _recovery_problems(inventory: ClusterInventory) -> list[str]:

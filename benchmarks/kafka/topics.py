@@ -45,6 +45,23 @@ def ensure_topic(conn: Connection, name: str, partitions: int, replication_facto
     return True
 
 
+
+def delete_topic(conn: Connection, name: str, timeout: float = 30.0, admin: Any = None) -> bool:
+    """Delete the topic; False when there was none to delete. A cluster keeps every partition it
+    holds replicated whether or not anything writes to it: topics left behind make every later
+    produce request dearer (benchmarks.harness.runner deletes each run's topic after the run)."""
+    from confluent_kafka import KafkaError, KafkaException
+
+    admin = admin or admin_client(conn)
+    future = admin.delete_topics([name], operation_timeout=timeout, request_timeout=timeout)[name]
+    try:
+        future.result(timeout=timeout + 5)
+    except KafkaException as exc:
+        if exc.args and exc.args[0].code() == KafkaError.UNKNOWN_TOPIC_OR_PART:
+            return False
+        raise TopicError(f"cannot delete topic {name}: {exc}") from exc
+    return True
+
 def elect_preferred_leaders(conn: Connection, topic: str, partitions: list[int], admin: Any = None,
                             timeout_s: float = ELECTION_TIMEOUT_S) -> dict[int, str | None]:
     """Move leadership back to the preferred (first) replica; partition -> error text or None.

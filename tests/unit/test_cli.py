@@ -178,8 +178,9 @@ def test_trials_repeat_every_run_with_its_number_and_seed(tmp_path, monkeypatch)
     calls = []
 
     def execute(scenario, inventory, inventory_path, runner, results_root, quick, ledger_enabled, seed, progress, trial,
-                conn, sweep):
+                conn, sweep, keep_topic):
         assert conn.security == "plaintext"
+        assert keep_topic is False, "each run's topic is deleted after it unless --keep-topics"
         assert sweep == ("two", {"workload.partitions": int(scenario.name[-1]) + 1}), "each run knows its point"
         calls.append((scenario.name, scenario.trials, trial, seed))
         fields = {name: None for name in records.RunSummary.model_fields}

@@ -129,6 +129,7 @@ def doubles(monkeypatch):
         monkeypatch.setattr(runner_lib, "_warm_up", one_call)
         monkeypatch.setattr(runner_lib, "_drive", drive)
         monkeypatch.setattr(final_read_lib, "read", final_read)
+        monkeypatch.setattr(runner_lib.topics, "delete_topic", lambda conn, topic: kafka.call("delete the topic") == "answer")
         return kafka, playbooks
 
     return install
@@ -155,13 +156,24 @@ def test_a_run_without_errors_is_valid_and_makes_every_call_once(doubles, tmp_pa
     kafka, playbooks = doubles(None)
     summary, run_dir, events = execute(tmp_path, playbooks)
     assert summary.valid and summary.checked and summary.failed_steps == []
-    assert kafka.calls == list(KAFKA_STEPS)
+    assert kafka.calls == [*KAFKA_STEPS, "delete the topic"], "the run's topic is deleted last"
+    [deleted] = named(events, "topic-deleted")
+    assert (deleted["topic"], deleted["deleted"], deleted["error"]) == (summary.topic, True, None)
     # The heal after the load, then the logs (the heal before the run is _prepare's: a double here).
     assert playbooks.played == ["start.yml", "collect-logs.yml"]
     [healed] = named(events, "healed")
     assert healed["start_playbook"] and healed["not_up"] == ["broker 0: down"], "why start.yml ran is recorded"
     assert not named(events, "retry-waited") and not named(events, "run-failed")
     assert not (run_dir / "error.txt").exists()
+
+
+def test_a_topic_that_cannot_be_deleted_leaves_the_run_valid_and_says_why(doubles, tmp_path):
+    kafka, playbooks = doubles("delete the topic", KafkaException(KafkaError(KafkaError.TOPIC_AUTHORIZATION_FAILED)))
+    summary, _, events = execute(tmp_path, playbooks)
+    assert summary.valid and summary.checked and summary.failed_steps == [], summary.invalid_reasons
+    [deleted] = named(events, "topic-deleted")
+    assert deleted["deleted"] is False and "TOPIC_AUTHORIZATION_FAILED" in deleted["error"], deleted
+    assert kafka.calls.count("delete the topic") == 1 and not named(events, "run-failed")
 
 
 @pytest.mark.parametrize("code", RETRIABLE, ids=[KafkaError(c).name() for c in RETRIABLE])
@@ -213,7 +225,8 @@ def test_any_other_error_at_any_step_fails_that_run_only(doubles, tmp_path, step
     # The steps after a failed one before the load are not taken; the heal always is.
     taken = STEPS.index(step)
     loaded = taken > STEPS.index("load") or step == "load"
-    assert kafka.calls == [s for s in KAFKA_STEPS if STEPS.index(s) <= taken or (loaded and s == "final read")]
+    assert kafka.calls == [*(s for s in KAFKA_STEPS if STEPS.index(s) <= taken or (loaded and s == "final read")),
+                           "delete the topic"], "a failed run's topic is deleted too"
     assert named(events, "heal-after-run"), "its faults were healed"
     assert playbooks.played[-1] == "collect-logs.yml"
     # What its load wrote was read back, unless the failure kept the final read from ending.

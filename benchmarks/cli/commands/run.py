@@ -240,6 +240,8 @@ def _resumed(resume: Path, plan: records.SuitePlan) -> dict[tuple[str, int], rec
               help="Directory that receives a directory per invocation, holding one directory per run.")
 @click.option("--no-ledger", is_flag=True, help="Do not write the per-message ledger (for overhead measurements).")
 @click.option("--no-report", is_flag=True, help="Do not analyse the runs with Spark at the end.")
+@click.option("--keep-topics", is_flag=True, help="Keep each run's topic on the cluster (default: deleted once its "
+                                                  "ledgers are read back: topics left behind slow later runs).")
 @click.option("--client-config", type=click.Path(path_type=Path, dir_okay=False), default=None,
               help="librdkafka client settings (bootstrap.servers, security.protocol, ssl.*, sasl.*) every client "
                    "uses, for a cluster whose settings this project did not write; default: the inventory's for "
@@ -256,7 +258,7 @@ def _resumed(resume: Path, plan: records.SuitePlan) -> dict[tuple[str, int], rec
                                               "started, connected to or written.")
 @click.pass_context
 def run(ctx: click.Context, suite_or_file: str, inventory_path: Path, quick: bool, seed: int | None,
-        trials: int | None, results: Path, no_ledger: bool, no_report: bool, client_config: Path | None,
+        trials: int | None, results: Path, no_ledger: bool, no_report: bool, keep_topics: bool, client_config: Path | None,
         bootstrap: str | None, resume: Path | None, dry_run: bool) -> None:
     """Run a built-in suite (seeds, durability, evidence, kraft, lab, operations, security-cost) or a
     scenario file: load, faults, ledger, timeline for every run of its sweep; then a summary per
@@ -306,7 +308,8 @@ def run(ctx: click.Context, suite_or_file: str, inventory_path: Path, quick: boo
             trial_seed = None if seed is None else seed + trial - 1  # each trial its own random targets
             summary = runner_lib.execute(scenario, inv, inventory_path, playbook_runner(ctx), sweep_dir, quick=quick,
                                          ledger_enabled=not no_ledger, seed=trial_seed, progress=show, trial=trial,
-                                         conn=conns[scenario.client.security], sweep=point.sweep())
+                                         conn=conns[scenario.client.security], sweep=point.sweep(),
+                                         keep_topic=keep_topics)
             ended[suite_lib.key(scenario.name, trial)] = summary
             console.print(f"{label}: done, {summary.run_dir}" if summary.valid else
                           f"{label}: [red]INVALID[/] ({'; '.join(summary.invalid_reasons)}), {summary.run_dir}")
