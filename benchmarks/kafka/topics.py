@@ -45,7 +45,6 @@ def ensure_topic(conn: Connection, name: str, partitions: int, replication_facto
     return True
 
 
-
 def delete_topic(conn: Connection, name: str, timeout: float = 30.0, admin: Any = None) -> bool:
     """Delete the topic; False when there was none to delete. A cluster keeps every partition it
     holds replicated whether or not anything writes to it: topics left behind make every later
@@ -61,6 +60,7 @@ def delete_topic(conn: Connection, name: str, timeout: float = 30.0, admin: Any 
             return False
         raise TopicError(f"cannot delete topic {name}: {exc}") from exc
     return True
+
 
 def elect_preferred_leaders(conn: Connection, topic: str, partitions: list[int], admin: Any = None,
                             timeout_s: float = ELECTION_TIMEOUT_S) -> dict[int, str | None]:

@@ -391,16 +391,17 @@ class LedgerCompacted(Event):
     problems: list[str] = []    # writers left as parts, and why (their readers are only slower)
 
 
-
 class TopicDeleted(Event):
-    """The run's topic deleted once its ledgers were read back and collected (kept: asked to keep
-    it); error: why it could not be deleted, which leaves the run valid (its data is in the ledgers)."""
+    """The run's topic deleted once its ledgers were read back and collected (no event when the run
+    was asked to keep it); error: why it could not be deleted, which leaves the run valid (its data
+    is in the ledgers)."""
 
     event: Literal["topic-deleted"] = "topic-deleted"
     topic: str
     deleted: bool
     error: str | None = None
     took_s: float
+
 
 AnyEvent = Annotated[RunStart | HealBeforeRun | ClusterRecovered | FeatureFinalized | ClockOffsets | ProducePathWarm
                      | LoadStart | FaultIntent | FaultSkipped | FaultInjected | FaultMissed | FaultHealStart | FaultHealed

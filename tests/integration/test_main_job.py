@@ -14,6 +14,7 @@ import pytest
 
 from benchmarks.kafka import cluster
 from benchmarks.record import records, suite
+from benchmarks.record.event_log import EventLog
 from tests.conftest import LOCAL_INVENTORY, run_cli
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
@@ -40,10 +41,10 @@ def test_the_main_job_runs_every_seed_lab_and_each_verdict_shows_what_its_lab_te
     assert all(row["valid"] == "True" and row["checked"] == "True" for row in rows.values()), {
         name: row["invalid_reasons"] for name, row in rows.items() if row["valid"] != "True"}
     # Every run deleted its topic once it was read back: none is left to slow the runs after it.
-    deleted = [json.loads(line) for run in suite_dir.iterdir() if (run / "events.jsonl").is_file()
-               for line in (run / "events.jsonl").read_text().splitlines() if '"event":"topic-deleted"' in line]
-    assert len(deleted) == len(SEEDS) and all(e["deleted"] for e in deleted), deleted
-    assert not {e["topic"] for e in deleted} & {p.topic for p in cluster.describe(deployed_cluster).partitions}
+    deleted = [e for run in suite_dir.iterdir() for e in EventLog(run / "events.jsonl").read()
+               if isinstance(e, records.TopicDeleted)]
+    assert len(deleted) == len(SEEDS) and all(e.deleted for e in deleted), deleted
+    assert not {e.topic for e in deleted} & {p.topic for p in cluster.describe(deployed_cluster).partitions}
 
     # acks=all everywhere, and no unclean election: nothing acknowledged is lost, in any lab.
     for name, row in rows.items():

@@ -176,6 +176,17 @@ def test_a_topic_that_cannot_be_deleted_leaves_the_run_valid_and_says_why(double
     assert kafka.calls.count("delete the topic") == 1 and not named(events, "run-failed")
 
 
+def test_a_not_yet_answer_to_the_topics_deletion_is_retried_and_the_topic_deleted(doubles, tmp_path):
+    kafka, playbooks = doubles("delete the topic", KafkaException(KafkaError(KafkaError.NOT_CONTROLLER)))
+    summary, _, events = execute(tmp_path, playbooks)
+    assert summary.valid, summary.invalid_reasons
+    assert kafka.calls.count("delete the topic") == 2
+    [deleted] = named(events, "topic-deleted")
+    assert (deleted["deleted"], deleted["error"]) == (True, None)
+    [waited] = named(events, "retry-waited")
+    assert (waited["step"], waited["errors"], waited["ok"]) == ("delete the topic", ["NOT_CONTROLLER"], True)
+
+
 @pytest.mark.parametrize("code", RETRIABLE, ids=[KafkaError(c).name() for c in RETRIABLE])
 @pytest.mark.parametrize("step", KAFKA_STEPS)
 def test_a_not_yet_answer_at_any_step_is_retried_and_recorded(doubles, tmp_path, step, code):
