@@ -215,9 +215,10 @@ class OnABroker(FaultSpec):
         return self.target.moved(situation, resolved.broker_id)
 
     def workload_errors(self, partitions: int) -> list[tuple[str, str]]:
+        named = (("leader_of", self.target.leader_of), ("follower_of", self.target.follower_of),
+                 ("replica_of", self.target.replica_of))
         return [(f"target.{field}", f"({partition}) is not a partition of a {partitions}-partition topic")
-                for field, partition in (("leader_of", self.target.leader_of), ("follower_of", self.target.follower_of))
-                if partition is not None and partition >= partitions]
+                for field, partition in named if partition is not None and partition >= partitions]
 
     def controller_errors(self, controller_ids: tuple[int, ...]) -> list[tuple[str, str]]:
         if self.target.controller and controller_ids:

@@ -1,4 +1,4 @@
-"""Where a fault strikes: the targets a scenario names (a broker, the leader or a follower of a
+"""Where a fault strikes: the targets a scenario names (a broker, the leader, a follower or any replica of a
 partition, the controller, the transaction coordinator, a KRaft controller), resolved against
 the cluster as it is at the moment the fault is due (`Situation`) to the hosts its playbook acts
 on (`Resolved`)."""
@@ -44,6 +44,18 @@ def _partition(status: ClusterStatus | None, topic: str, partition: int) -> Part
     return next((p for p in (status.topic(topic) if status else []) if p.partition == partition), None)
 
 
+def _leader(s: Situation, partition: int) -> int | None:
+    part = _partition(s.status, s.topic, partition)
+    return part.leader if part else None
+
+
+def _live_replicas(s: Situation, partition: int) -> list[int]:
+    """The partition's replicas, in their order, on live brokers not already under a fault."""
+    part = _partition(s.status, s.topic, partition)
+    live = {b.broker_id for b in s.status.brokers if b.alive} if s.status else set()
+    return [r for r in part.replicas if r in live and r not in s.exclude] if part else []
+
+
 TRANSACTION_STATE = "__transaction_state"
 
 
@@ -72,11 +84,13 @@ def _transaction_coordinator(status: ClusterStatus | None, transactional_id: str
 
 
 class FaultTarget(Strict):
-    """Exactly one of: a broker id, the leader or a follower of a partition, the controller, or random."""
+    """Exactly one of: a broker id, the leader, a follower or any replica of a partition, the
+    controller, or random."""
 
     broker: Annotated[int, Field(ge=0)] | None = None
     leader_of: Annotated[int, Field(ge=0)] | None = None  # partition of the workload's topic
     follower_of: Annotated[int, Field(ge=0)] | None = None  # a live replica of that partition that does not lead it
+    replica_of: Annotated[int, Field(ge=0)] | None = None  # a live replica not already under a fault, its leader first
     controller: bool = False
     random: bool = False
     seed: int | None = None  # for random; recorded in the run either way
@@ -87,10 +101,10 @@ class FaultTarget(Strict):
     @model_validator(mode="after")
     def _exactly_one(self) -> FaultTarget:
         chosen = [self.broker is not None, self.leader_of is not None, self.follower_of is not None,
-                  self.controller, self.random, self.transaction_coordinator]
+                  self.replica_of is not None, self.controller, self.random, self.transaction_coordinator]
         if sum(chosen) != 1:
-            raise ValueError("set exactly one of broker, leader_of, follower_of, controller: true, random: true, "
-                             "transaction_coordinator: true")
+            raise ValueError("set exactly one of broker, leader_of, follower_of, replica_of, controller: true, "
+                             "random: true, transaction_coordinator: true")
         return self
 
     @property
@@ -98,13 +112,15 @@ class FaultTarget(Strict):
         return (f"broker {self.broker}" if self.broker is not None else
                 f"leader of {self.leader_of}" if self.leader_of is not None else
                 f"a follower of {self.follower_of}" if self.follower_of is not None else
+                f"a replica of {self.replica_of}" if self.replica_of is not None else
                 "controller" if self.controller else
                 "transaction coordinator" if self.transaction_coordinator else "random broker")
 
     @property
     def names_role(self) -> bool:
         """Whether the target is a role a broker holds for a while (the leader of a partition, the
-        controller, the transaction coordinator), not a broker chosen by id, as a follower or at random."""
+        controller, the transaction coordinator), not a broker chosen by id, as a follower or a
+        replica, or at random."""
         return self.leader_of is not None or self.controller or self.transaction_coordinator
 
     def moved(self, s: Situation, broker_id: int) -> str | None:
@@ -148,13 +164,20 @@ class FaultTarget(Strict):
                 raise FaultError(f"partition {topic}-{self.leader_of} has no leader to target")
             broker, reason = s.inventory.broker(led.leader), f"leader of {topic}-{self.leader_of}: broker {led.leader}"
         elif self.follower_of is not None:
-            part = _partition(status, topic, self.follower_of)
-            live = {b.broker_id for b in status.brokers if b.alive} if status else set()
-            followers = [r for r in part.replicas if r != part.leader and r in live and r not in s.exclude] if part else []
+            followers = [r for r in _live_replicas(s, self.follower_of) if r != _leader(s, self.follower_of)]
             if not followers:
                 raise FaultError(f"partition {topic}-{self.follower_of} has no live follower to target")
             broker = s.inventory.broker(followers[0])
             reason = f"follower of {topic}-{self.follower_of}: broker {followers[0]}"
+        elif self.replica_of is not None:
+            leader = _leader(s, self.replica_of)
+            replicas = sorted(_live_replicas(s, self.replica_of), key=lambda r: r != leader)  # the leader first
+            if not replicas:
+                raise FaultError(f"partition {topic}-{self.replica_of} has no live replica left that is not "
+                                 "already under a fault")
+            broker = s.inventory.broker(replicas[0])
+            role = "leader" if replicas[0] == leader else "follower"
+            reason = f"replica of {topic}-{self.replica_of} ({role}): broker {replicas[0]}"
         else:
             alive = [b for b in s.inventory.brokers if b.broker_id not in s.exclude and (status is None or any(
                 st.broker_id == b.broker_id and st.alive for st in status.brokers))]

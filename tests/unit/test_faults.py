@@ -49,6 +49,7 @@ def resolve(fault, status_now=None, rng=None, exclude=frozenset()):
     ({"controller": True}, ("broker1",), 1, "controller: broker 1"),
     ({"leader_of": 1}, ("broker0",), 0, "leader of t-1: broker 0"),
     ({"follower_of": 1}, ("broker1",), 1, "follower of t-1: broker 1"),
+    ({"replica_of": 1}, ("broker0",), 0, "replica of t-1 (leader): broker 0"),
 ])
 def test_targets_resolve_to_inventory_hosts(target, hosts, broker, reason):
     assert resolve(spec(kind="broker-kill", target=target), status()) == Resolved(hosts, broker, reason)
@@ -61,6 +62,24 @@ def test_second_follower_fault_picks_the_other_follower():
     assert (first.broker_id, second.broker_id) == (0, 1)
     with pytest.raises(faults.FaultError, match="no live follower"):
         resolve(pause, status(), exclude=frozenset({0, 1}))
+
+
+def test_replica_faults_take_a_partitions_replicas_down_whichever_leads_by_then():
+    """Seed 002 kills both replicas of its partition one after the other: if leadership moved
+    between the two resolutions (a preferred-leader election after a heal), the second still finds
+    the replica the first left, where a leader_of then follower_of pair found no follower."""
+    kill = spec(kind="broker-kill", target={"replica_of": 0})
+    first = resolve(kill, status(leaders=(2, 0, 1)))
+    assert (first.broker_id, first.reason) == (2, "replica of t-0 (leader): broker 2")
+    moved = status(leaders=(0, 0, 1))  # the election handed t-0 to broker 0 meanwhile
+    second = resolve(kill, moved, exclude=frozenset({first.broker_id}))
+    assert (second.broker_id, second.reason) == (0, "replica of t-0 (leader): broker 0")
+    third = resolve(kill, moved, exclude=frozenset({0, 2}))
+    assert (third.broker_id, third.reason) == (1, "replica of t-0 (follower): broker 1")
+    assert resolve(kill, status(alive=(1, 2), leaders=(2, 0, 1)), exclude=frozenset({2})).broker_id == 1
+    with pytest.raises(faults.FaultError, match="t-0 has no live replica left that is not already under a fault"):
+        resolve(kill, status(alive=(0, 1)), exclude=frozenset({0, 1}))
+    assert not kill.can_miss, "no role: the act cannot miss it"
 
 
 def test_random_target_is_seeded_and_only_picks_live_brokers():

@@ -100,7 +100,7 @@ def test_fault_kind_lists_the_allowed_values():
 @pytest.mark.parametrize("target", [{}, {"broker": 1, "controller": True}, {"random": False}])
 def test_fault_target_needs_exactly_one_choice(target):
     msg = error_of(scenario={"faults": [{"kind": "broker-kill", "at_s": 1, "target": target}]})
-    assert "set exactly one of broker, leader_of, follower_of, controller: true, random: true" in msg
+    assert "set exactly one of broker, leader_of, follower_of, replica_of, controller: true, random: true" in msg
 
 
 def test_a_fault_without_a_kind_names_the_kinds():
@@ -138,8 +138,8 @@ def test_fault_falls_inside_the_measured_phase():
     assert "faults[0].at_s (10): the first injection must fall inside workload.duration_s (10)" in msg
 
 
-@pytest.mark.parametrize("field", ["leader_of", "follower_of"])
-def test_leader_of_and_follower_of_name_a_partition_of_the_topic(field):
+@pytest.mark.parametrize("field", ["leader_of", "follower_of", "replica_of"])
+def test_leader_of_follower_of_and_replica_of_name_a_partition_of_the_topic(field):
     msg = error_of(scenario={"faults": [{"kind": "broker-kill", "at_s": 1, "target": {field: 3}}]})
     assert f"faults[0].target.{field} (3) is not a partition of a 3-partition topic" in msg
 
