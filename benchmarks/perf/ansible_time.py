@@ -86,7 +86,10 @@ def read(directory: Path) -> PlaybookTime:
         path = data.get("task_path", "")
         tasks.append(TaskTime(data.get("task", ""), data.get("task_action", ""), _role(path), path,
                               _when(end) - _when(start), dict(outcomes[data.get("task_uuid", "")])))
-    playbook = Path(events[0]["event_data"].get("playbook", directory.name)).name
+    # The first event may carry no event_data (a verbose line ansible-runner kept): the playbook is
+    # named by the first one that does.
+    named = (e["event_data"]["playbook"] for e in events if "playbook" in e.get("event_data", {}))
+    playbook = Path(next(named, directory.name)).name
     return PlaybookTime(playbook, _when(events[-1]) - _when(events[0]), tasks)
 
 
