@@ -27,12 +27,16 @@ class ProcedureRun:
         return [step["play"] for step in self.steps]
 
 
-def run_procedure_scenario(path: Path, inventory_path: Path, runner: AnsibleRunner, out: Path) -> ProcedureRun:
+def run_procedure_scenario(path: Path, inventory_path: Path, runner: AnsibleRunner, out: Path,
+                           keep_topic: bool = False) -> ProcedureRun:
     """Run the scenario file's one run on the inventory's cluster and analyse it; the run must be
-    valid and lose no acknowledged write, every step of its procedure must succeed."""
+    valid and lose no acknowledged write, every step of its procedure must succeed. `keep_topic`:
+    leave the run's topic on the cluster (a run deletes it at its end), for a test that looks at
+    what the procedure made of it."""
     [run] = scenario_lib.load(path)
     assert run.scenario is not None
-    summary = runner_lib.execute(run.scenario, inventory.load(inventory_path), inventory_path, runner, out, seed=5)
+    summary = runner_lib.execute(run.scenario, inventory.load(inventory_path), inventory_path, runner, out, seed=5,
+                                 keep_topic=keep_topic)
     assert summary.valid, summary.invalid_reasons
     report = outputs.build(str(out))
     [analysed] = report.data.runs

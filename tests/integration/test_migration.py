@@ -152,7 +152,8 @@ def migrated_under_load(rolled_back, runner, tmp_path_factory, spark) -> Procedu
     """The suite's scenario: the runner migrates the rolled-back cluster again, as a procedure
     under its load; the cluster's final state, which nothing after it changes."""
     rolled_back.assert_ok()
-    return run_procedure_scenario(SCENARIO, INVENTORY, runner, tmp_path_factory.mktemp("migration-under-load"))
+    return run_procedure_scenario(SCENARIO, INVENTORY, runner, tmp_path_factory.mktemp("migration-under-load"),
+                                  keep_topic=True)  # test_the_migration_under_load... reads it on KRaft
 
 
 def test_site_leaves_the_migrations_controllers_to_the_playbook(zookeeper_cluster):
