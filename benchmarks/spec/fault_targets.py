@@ -1,7 +1,7 @@
-"""Where a fault strikes: the targets a scenario names (a broker, the leader, a follower or any replica of a
-partition, the controller, the transaction coordinator, a KRaft controller), resolved against
-the cluster as it is at the moment the fault is due (`Situation`) to the hosts its playbook acts
-on (`Resolved`)."""
+"""Where a fault strikes: the targets a scenario names (a broker, the leader, a follower or any
+replica of a partition, the controller, the transaction coordinator, a KRaft controller),
+resolved against the cluster as it is at the moment the fault is due (`Situation`) to the hosts
+its playbook acts on (`Resolved`)."""
 
 from __future__ import annotations
 
@@ -164,7 +164,8 @@ class FaultTarget(Strict):
                 raise FaultError(f"partition {topic}-{self.leader_of} has no leader to target")
             broker, reason = s.inventory.broker(led.leader), f"leader of {topic}-{self.leader_of}: broker {led.leader}"
         elif self.follower_of is not None:
-            followers = [r for r in _live_replicas(s, self.follower_of) if r != _leader(s, self.follower_of)]
+            leader = _leader(s, self.follower_of)
+            followers = [r for r in _live_replicas(s, self.follower_of) if r != leader]
             if not followers:
                 raise FaultError(f"partition {topic}-{self.follower_of} has no live follower to target")
             broker = s.inventory.broker(followers[0])
