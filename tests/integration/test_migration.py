@@ -59,6 +59,12 @@ def playbook(name: str, *args: str) -> list[str]:
             *args]
 
 
+def applied_config(node: str) -> str:
+    """The checksums of the configuration the node was last started with ("" before its first start)."""
+    path = STATE / node / "run" / "applied-config"
+    return path.read_text() if path.exists() else ""
+
+
 def phase(node: str) -> str:
     path = STATE / node / "config" / "migration-phase"
     return path.read_text().strip() if path.exists() else "none"
@@ -117,13 +123,14 @@ def zookeeper_cluster(runner):
 
 @pytest.fixture(scope="module")
 def killed_mid_roll(zookeeper_cluster) -> Snapshot:
-    """The migration playbook SIGKILLed while it rolls the brokers into migration mode (the first
-    broker has its new configuration, running or not)."""
+    """The migration playbook SIGKILLed in the middle of rolling the brokers into migration mode:
+    once the first broker of the roll has restarted on its new configuration (its applied-config
+    changed), which the roll writes on every broker before it restarts any."""
+    before = {node: applied_config(node) for node in BROKERS}
     first = subprocess.Popen(playbook("migrate-to-kraft.yml"), cwd=ROOT, stdout=subprocess.DEVNULL,
                              stderr=subprocess.DEVNULL, start_new_session=True)
-    wait_for(lambda: "zookeeper.metadata.migration.enable=true"
-             in (STATE / "broker0" / "config" / "server.properties").read_text() or first.poll() is not None,
-             timeout=300, what="broker0 rolled into migration mode")
+    wait_for(lambda: any(applied_config(n) != before[n] for n in BROKERS) or first.poll() is not None,
+             timeout=600, what="a broker restarted into migration mode")
     os.killpg(first.pid, signal.SIGKILL)
     first.wait()
     return Snapshot.now()
@@ -163,6 +170,8 @@ def test_site_leaves_the_migrations_controllers_to_the_playbook(zookeeper_cluste
 
 def test_a_migration_killed_mid_roll_records_the_phase_it_completed(killed_mid_roll):
     assert killed_mid_roll.phases == ["controllers"] * len(NODES)
+    # The roll wrote every broker's configuration before it restarted the first one.
+    assert all("zookeeper.metadata.migration.enable=true" in killed_mid_roll.properties[n] for n in BROKERS)
     assert killed_mid_roll.messages == WRITTEN
 
 
