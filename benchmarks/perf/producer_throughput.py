@@ -23,6 +23,7 @@ other figures medians of the rounds; the raw figures are saved as JSON.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import multiprocessing
 import re
 import statistics
@@ -30,6 +31,7 @@ import subprocess
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -135,7 +137,7 @@ def native(binary: Path, inv, producers: int, seconds: float, size: int, props: 
     return result
 
 
-def main() -> None:
+def _arguments() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--inventory", type=Path, default=paths.DEFAULT_INVENTORY)
     parser.add_argument("--repeat", type=int, default=4, help="rounds (an even count balances the order)")
@@ -147,118 +149,151 @@ def main() -> None:
     parser.add_argument("--warmup-rounds", type=int, default=1, help="discarded rounds before the measured ones")
     parser.add_argument("--native", action=argparse.BooleanOptionalAction, default=True,
                         help="also measure the C reference loop (needs a C compiler and librdkafka's headers)")
-    args = parser.parse_args()
+    return parser.parse_args()
+
+
+@dataclasses.dataclass
+class Bench:
+    """One run of the benchmark: its settings, the cluster, the C loop if built, and every
+    measurement so far, by kind (`rows`)."""
+
+    args: argparse.Namespace
+    inv: Any
+    props: dict[str, str]
+    binary: Path | None
+    rows: dict[str, list] = dataclasses.field(default_factory=lambda: {
+        "perf_test": [], "ledger_on": [], "ledger_off": [], "half_rate": [], "lower_rates": [],
+        "native_max": [], "native_same_rate": [], "native_half_own": [], "rounds": []})
+
+    def generator(self, rate: float | None, ledger_on: bool) -> dict[str, float]:
+        a = self.args
+        return generator(self.inv, a.producers, a.seconds, a.size, self.props, rate, ledger_on)
+
+    def c_loop(self, rate: float | None) -> dict[str, float]:
+        assert self.binary is not None  # called only when the C loop was built
+        a = self.args
+        return native(self.binary, self.inv, a.producers, a.seconds, a.size, self.props, rate)
+
+    def perf_test(self) -> float:
+        return perf_test(self.inv, self.args.records, self.args.size, self.props)
+
+    def warm_up(self) -> None:
+        """A freshly started cluster runs well below its speed for its first minutes (the
+        brokers' JIT): discarded rounds of unthrottled load first."""
+        for _ in range(self.args.warmup_rounds):
+            print("warm-up round (discarded) ...", flush=True)
+            self.perf_test()
+            self.generator(None, False)
+            self.generator(None, False)
+
+    def round(self, number: int) -> None:
+        """One round: the unthrottled measurements, in reversed order every other round (a
+        cluster still getting faster, its JIT, would otherwise favour whichever always runs
+        later; seen here: ledger on / off 0.86 in a fixed order on a fresh cluster, 1.01
+        alternating), then the generator on a schedule, then the C loop."""
+        rows = self.rows
+        unthrottled = [("perf_test", self.perf_test)] + [
+            (f"ledger_{name}", lambda on=on: self.generator(None, on)) for name, on in (("on", True), ("off", False))]
+        for name, measure in unthrottled if number % 2 else reversed(unthrottled):
+            rows[name].append(measure())
+        rows["rounds"].append(round_ratios(rows["perf_test"][-1], rows["ledger_on"][-1], rows["ledger_off"][-1],
+                                           "forward" if number % 2 else "reversed"))
+        peak = rows["ledger_on"][-1]["acked_per_s"]
+        rows["half_rate"].append({"target_per_s": peak / 2, **self.generator(peak / 2, True)})
+        for fraction in LOWER_FRACTIONS:
+            rows["lower_rates"].append({"fraction": f"1/{fraction}", "target_per_s": peak / fraction,
+                                        **self.generator(peak / fraction, True)})
+        lower = ", ".join(f"{r['fraction']} {r['send_delay_p99_ms']:.3f} ms"
+                          for r in rows["lower_rates"][-len(LOWER_FRACTIONS):])
+        print(f"round {number} ({rows['rounds'][-1]['order']}): perf-test {rows['perf_test'][-1]:,.0f}/s, generator ledger on "
+              f"{rows['ledger_on'][-1]['acked_per_s']:,.0f}/s, off {rows['ledger_off'][-1]['acked_per_s']:,.0f}/s, "
+              f"half rate achieved/target {rows['half_rate'][-1]['achieved_over_target']:.4f}, "
+              f"send delay p99 {rows['half_rate'][-1]['send_delay_p99_ms']:.3f} ms (at {lower})", flush=True)
+        if self.binary is not None:
+            rows["native_max"].append(self.c_loop(None))
+            rows["native_same_rate"].append({"target_per_s": peak / 2, **self.c_loop(peak / 2)})
+            own = rows["native_max"][-1]["acked_per_s"] / 2
+            rows["native_half_own"].append({"target_per_s": own, **self.c_loop(own)})
+            print(f"round {number}: C loop max {rows['native_max'][-1]['acked_per_s']:,.0f}/s, send delay p99 at the "
+                  f"generator's half rate {rows['native_same_rate'][-1]['send_delay_p99_ms']:.3f} ms, at half its own "
+                  f"max {rows['native_half_own'][-1]['send_delay_p99_ms']:.3f} ms", flush=True)
+
+    def results(self) -> dict[str, Any]:
+        """The medians of the rounds, the medians of the rounds' ratios, the targets, the raw rows."""
+        rows, args, inv, med = self.rows, self.args, self.inv, statistics.median
+        at_fraction = {f"1/{n}": [r for r in rows["lower_rates"] if r["fraction"] == f"1/{n}"] for n in LOWER_FRACTIONS}
+        native_medians = {} if self.binary is None else {
+            "native_max_per_s": med(r["acked_per_s"] for r in rows["native_max"]),
+            "native_same_rate_send_delay_p99_ms": med(r["send_delay_p99_ms"] for r in rows["native_same_rate"]),
+            "native_same_rate_achieved_over_target": med(r["achieved_over_target"] for r in rows["native_same_rate"]),
+            "native_half_own_send_delay_p99_ms": med(r["send_delay_p99_ms"] for r in rows["native_half_own"]),
+            "native_same_rate_cpu_us_per_msg": med(r["cpu_us_per_msg"] for r in rows["native_same_rate"])}
+        return {
+            "settings": {**self.props, "size": args.size, "producers": args.producers, "repeat": args.repeat,
+                         "warmup_rounds": args.warmup_rounds},
+            "cluster": {"inventory": str(args.inventory), "kafka_version": inv.kafka_version,
+                        "metadata_mode": inv.metadata_mode, "brokers": len(inv.brokers)},
+            "medians": {"perf_test_per_s": med(rows["perf_test"]),
+                        "ledger_on_per_s": med(r["acked_per_s"] for r in rows["ledger_on"]),
+                        "ledger_off_per_s": med(r["acked_per_s"] for r in rows["ledger_off"]),
+                        "half_rate_achieved_over_target": med(r["achieved_over_target"] for r in rows["half_rate"]),
+                        "half_rate_send_delay_p99_ms": med(r["send_delay_p99_ms"] for r in rows["half_rate"]),
+                        **{f"rate_{f.replace('/', '_')}_send_delay_p99_ms": med(r["send_delay_p99_ms"] for r in rs)
+                           for f, rs in at_fraction.items()},
+                        "half_rate_cpu_us_per_msg": med(r["cpu_us_per_msg"] for r in rows["half_rate"]),
+                        **{f"rate_{f.replace('/', '_')}_cpu_us_per_msg": med(r["cpu_us_per_msg"] for r in rs)
+                           for f, rs in at_fraction.items()},
+                        **native_medians},
+            "ratios": {name: med(r[name] for r in rows["rounds"]) for name in RATIOS},
+            "targets": {"generator_over_perf_test": ">= 1.0", "ledger_on_over_off": ">= 0.9",
+                        "half_rate_achieved_over_target": ">= 0.99", "half_rate_send_delay_p99_ms": "<= 1.0"},
+            "raw": rows,
+        }
+
+
+def print_results(results: dict[str, Any]) -> None:
+    medians, ratios, settings = results["medians"], results["ratios"], results["settings"]
+    props = ", ".join(f"{k} {settings[k]}" for k in client_props())
+    on, perf, p99, cpu_half = (medians["ledger_on_per_s"], medians["perf_test_per_s"],
+                               medians["half_rate_send_delay_p99_ms"], medians["half_rate_cpu_us_per_msg"])
+    print(f"\nmedians of {settings['repeat']} rounds ({settings['size']} B, {props}):")
+    print(f"  generator (ledger on), producer-perf-test  : {on:,.0f}, {perf:,.0f}/s")
+    print(f"  generator / producer-perf-test, per round  : {ratios['generator_over_perf_test']:.2f}   (target >= 1.0)")
+    print(f"  ledger on / ledger off, per round          : {ratios['ledger_on_over_off']:.2f}   (target >= 0.9)")
+    print(f"  achieved / target at half rate             : {medians['half_rate_achieved_over_target']:.4f}   (target >= 0.99)")
+    print(f"  send delay p99 at half rate                : {p99:.3f} ms   (target <= 1 ms)")
+    for n in LOWER_FRACTIONS:
+        print(f"  send delay p99 at 1/{n} of the maximum rate   : {medians[f'rate_1_{n}_send_delay_p99_ms']:.3f} ms")
+    # On a schedule the loop wakes for each message: its CPU per message grows as the rate falls.
+    print(f"  CPU per message at half rate               : {cpu_half:.1f} us")
+    for n in LOWER_FRACTIONS:
+        print(f"  CPU per message at 1/{n} of the maximum rate  : {medians[f'rate_1_{n}_cpu_us_per_msg']:.1f} us")
+    if "native_max_per_s" in medians:
+        same, own = medians["native_same_rate_send_delay_p99_ms"], medians["native_half_own_send_delay_p99_ms"]
+        print("C reference loop (same schedule and librdkafka, no Python, no ledger), medians:")
+        print(f"  maximum rate                               : {medians['native_max_per_s']:,.0f}/s")
+        print(f"  send delay p99 at the generator's half rate: {same:.3f} ms   (generator / C loop: {p99 / same:.2f})")
+        print(f"  send delay p99 at half its own maximum     : {own:.3f} ms")
+        cpu_c = medians["native_same_rate_cpu_us_per_msg"]
+        print(f"  CPU per message at the generator's half rate: {cpu_c:.1f} us   (generator / C loop: {cpu_half / cpu_c:.2f})")
+
+
+def main() -> None:
+    args = _arguments()
     binary = None
     if args.native:
         try:
             binary = native_loop.build()
         except native_loop.NativeUnavailable as exc:
             print(f"C reference loop left out: {exc}", flush=True)
-
     inv = inventory_lib.load(args.inventory)
-    props = client_props(args.acks)
     topics.ensure_topic(inv.connection(), TOPIC, 3, min(3, len(inv.brokers)))
-    def c_loop(rate: float | None) -> dict[str, float]:
-        assert binary is not None  # called only when the C loop was built
-        return native(binary, inv, args.producers, args.seconds, args.size, props, rate)
-
-    rows: dict[str, list] = {"perf_test": [], "ledger_on": [], "ledger_off": [], "half_rate": [], "lower_rates": [],
-                             "native_max": [], "native_same_rate": [], "native_half_own": [], "rounds": []}
-    # A freshly started cluster runs well below its speed for its first minutes (the brokers'
-    # JIT): discarded rounds of unthrottled load first.
-    for _ in range(args.warmup_rounds):
-        print("warm-up round (discarded) ...", flush=True)
-        perf_test(inv, args.records, args.size, props)
-        generator(inv, args.producers, args.seconds, args.size, props, None, False)
-        generator(inv, args.producers, args.seconds, args.size, props, None, False)
-    for round_ in range(1, args.repeat + 1):  # interleaved, so drift of the machine hits all alike
-        # The unthrottled measurements in reversed order every other round: a cluster still
-        # getting faster (its JIT) would otherwise favour whichever always runs later (seen
-        # here: ledger on / off 0.86 in a fixed order on a fresh cluster, 1.01 alternating).
-        unthrottled = [("perf_test", lambda: perf_test(inv, args.records, args.size, props))] + [
-            (f"ledger_{name}", lambda on=on: generator(inv, args.producers, args.seconds, args.size, props, None, on))
-            for name, on in (("on", True), ("off", False))]
-        for name, measure in unthrottled if round_ % 2 else reversed(unthrottled):
-            rows[name].append(measure())
-        rows["rounds"].append(round_ratios(rows["perf_test"][-1], rows["ledger_on"][-1], rows["ledger_off"][-1],
-                                           "forward" if round_ % 2 else "reversed"))
-        peak = rows["ledger_on"][-1]["acked_per_s"]
-        rows["half_rate"].append({"target_per_s": peak / 2, **generator(inv, args.producers, args.seconds, args.size,
-                                                                          props, peak / 2, True)})
-        for fraction in LOWER_FRACTIONS:
-            rows["lower_rates"].append({"fraction": f"1/{fraction}", "target_per_s": peak / fraction,
-                                        **generator(inv, args.producers, args.seconds, args.size, props,
-                                                    peak / fraction, True)})
-        lower = ", ".join(f"{r['fraction']} {r['send_delay_p99_ms']:.3f} ms"
-                          for r in rows["lower_rates"][-len(LOWER_FRACTIONS):])
-        print(f"round {round_} ({rows['rounds'][-1]['order']}): perf-test {rows['perf_test'][-1]:,.0f}/s, generator ledger on "
-              f"{rows['ledger_on'][-1]['acked_per_s']:,.0f}/s, off {rows['ledger_off'][-1]['acked_per_s']:,.0f}/s, "
-              f"half rate achieved/target {rows['half_rate'][-1]['achieved_over_target']:.4f}, "
-              f"send delay p99 {rows['half_rate'][-1]['send_delay_p99_ms']:.3f} ms (at {lower})", flush=True)
-        if binary is not None:
-            rows["native_max"].append(c_loop(None))
-            rows["native_same_rate"].append({"target_per_s": peak / 2, **c_loop(peak / 2)})
-            own = rows["native_max"][-1]["acked_per_s"] / 2
-            rows["native_half_own"].append({"target_per_s": own, **c_loop(own)})
-            print(f"round {round_}: C loop max {rows['native_max'][-1]['acked_per_s']:,.0f}/s, send delay p99 at the "
-                  f"generator's half rate {rows['native_same_rate'][-1]['send_delay_p99_ms']:.3f} ms, at half its own "
-                  f"max {rows['native_half_own'][-1]['send_delay_p99_ms']:.3f} ms", flush=True)
-
-    med = statistics.median
-    perf = med(rows["perf_test"])
-    on = med(r["acked_per_s"] for r in rows["ledger_on"])
-    off = med(r["acked_per_s"] for r in rows["ledger_off"])
-    achieved = med(r["achieved_over_target"] for r in rows["half_rate"])
-    p99 = med(r["send_delay_p99_ms"] for r in rows["half_rate"])
-    lower_p99 = {f"1/{n}": med(r["send_delay_p99_ms"] for r in rows["lower_rates"] if r["fraction"] == f"1/{n}")
-                 for n in LOWER_FRACTIONS}
-    native_medians = {} if binary is None else {
-        "native_max_per_s": med(r["acked_per_s"] for r in rows["native_max"]),
-        "native_same_rate_send_delay_p99_ms": med(r["send_delay_p99_ms"] for r in rows["native_same_rate"]),
-        "native_same_rate_achieved_over_target": med(r["achieved_over_target"] for r in rows["native_same_rate"]),
-        "native_half_own_send_delay_p99_ms": med(r["send_delay_p99_ms"] for r in rows["native_half_own"]),
-        "native_same_rate_cpu_us_per_msg": med(r["cpu_us_per_msg"] for r in rows["native_same_rate"])}
-    cpu_half = med(r["cpu_us_per_msg"] for r in rows["half_rate"])
-    cpu_lower = {f"1/{n}": med(r["cpu_us_per_msg"] for r in rows["lower_rates"] if r["fraction"] == f"1/{n}")
-                 for n in LOWER_FRACTIONS}
-    results = {
-        "settings": {**props, "size": args.size, "producers": args.producers, "repeat": args.repeat,
-                     "warmup_rounds": args.warmup_rounds},
-        "cluster": {"inventory": str(args.inventory), "kafka_version": inv.kafka_version,
-                    "metadata_mode": inv.metadata_mode, "brokers": len(inv.brokers)},
-        "medians": {"perf_test_per_s": perf, "ledger_on_per_s": on, "ledger_off_per_s": off,
-                    "half_rate_achieved_over_target": achieved, "half_rate_send_delay_p99_ms": p99,
-                    **{f"rate_{f.replace('/', '_')}_send_delay_p99_ms": v for f, v in lower_p99.items()},
-                    "half_rate_cpu_us_per_msg": cpu_half,
-                    **{f"rate_{f.replace('/', '_')}_cpu_us_per_msg": v for f, v in cpu_lower.items()},
-                    **native_medians},
-        "ratios": {name: med(r[name] for r in rows["rounds"]) for name in RATIOS},
-        "targets": {"generator_over_perf_test": ">= 1.0", "ledger_on_over_off": ">= 0.9",
-                    "half_rate_achieved_over_target": ">= 0.99", "half_rate_send_delay_p99_ms": "<= 1.0"},
-        "raw": rows,
-    }
-    settings = ", ".join(f"{k} {v}" for k, v in props.items())
-    print(f"\nmedians of {args.repeat} rounds ({args.size} B, {settings}):")
-    ratios = results["ratios"]
-    print(f"  generator (ledger on), producer-perf-test  : {on:,.0f}, {perf:,.0f}/s")
-    print(f"  generator / producer-perf-test, per round  : {ratios['generator_over_perf_test']:.2f}   (target >= 1.0)")
-    print(f"  ledger on / ledger off, per round          : {ratios['ledger_on_over_off']:.2f}   (target >= 0.9)")
-    print(f"  achieved / target at half rate             : {achieved:.4f}   (target >= 0.99)")
-    print(f"  send delay p99 at half rate                : {p99:.3f} ms   (target <= 1 ms)")
-    for share, p99_lower in lower_p99.items():
-        print(f"  send delay p99 at {share} of the maximum rate   : {p99_lower:.3f} ms")
-    # On a schedule the loop wakes for each message: its CPU per message grows as the rate falls.
-    print(f"  CPU per message at half rate               : {cpu_half:.1f} us")
-    for share, cpu_lower_share in cpu_lower.items():
-        print(f"  CPU per message at {share} of the maximum rate  : {cpu_lower_share:.1f} us")
-    if native_medians:
-        same, own = native_medians["native_same_rate_send_delay_p99_ms"], native_medians["native_half_own_send_delay_p99_ms"]
-        print("C reference loop (same schedule and librdkafka, no Python, no ledger), medians:")
-        print(f"  maximum rate                               : {native_medians['native_max_per_s']:,.0f}/s")
-        print(f"  send delay p99 at the generator's half rate: {same:.3f} ms   (generator / C loop: {p99 / same:.2f})")
-        print(f"  send delay p99 at half its own maximum     : {own:.3f} ms")
-        cpu_c = native_medians["native_same_rate_cpu_us_per_msg"]
-        print(f"  CPU per message at the generator's half rate: {cpu_c:.1f} us   (generator / C loop: {cpu_half / cpu_c:.2f})")
+    bench = Bench(args, inv, client_props(args.acks), binary)
+    bench.warm_up()
+    for number in range(1, args.repeat + 1):  # interleaved, so drift of the machine hits all alike
+        bench.round(number)
+    results = bench.results()
+    print_results(results)
     print(f"raw figures: {save_figures('producer', results)}")
 
 
