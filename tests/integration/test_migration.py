@@ -130,7 +130,7 @@ def killed_mid_roll(zookeeper_cluster) -> Snapshot:
     first = subprocess.Popen(playbook("migrate-to-kraft.yml"), cwd=ROOT, stdout=subprocess.DEVNULL,
                              stderr=subprocess.DEVNULL, start_new_session=True)
     wait_for(lambda: any(applied_config(n) != before[n] for n in BROKERS) or first.poll() is not None,
-             timeout=600, what="a broker restarted into migration mode")
+             timeout=300, what="a broker restarted into migration mode")
     os.killpg(first.pid, signal.SIGKILL)
     first.wait()
     return Snapshot.now()
