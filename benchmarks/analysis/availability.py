@@ -8,7 +8,7 @@ from pyspark.sql import functions as F
 from benchmarks.analysis import schemas
 from benchmarks.analysis.contract import EXPECTED_ACKS, GAP_THRESHOLD_S
 from benchmarks.analysis.exprs import UNBOUNDED
-from benchmarks.record import records
+from benchmarks.record import run_events
 
 
 def partition_states(timeline: DataFrame, runs: DataFrame) -> DataFrame:
@@ -128,11 +128,12 @@ def fault_impact(events: DataFrame, states: DataFrame, produce: DataFrame, runs:
     it was due)."""
     events = schemas.check(events, schemas.EVENTS, "events")
     runs = schemas.check(runs, schemas.RUNS, "runs")
-    intent = events.filter(F.col("event") == records.FAULT_INTENT).select("run_id", "fault_id", "kind", "broker", "reason",
+    intent = events.filter(F.col("event") == run_events.FAULT_INTENT).select("run_id", "fault_id", "kind", "broker", "reason",
                                                                            "scheduled_ns")
-    injected = (events.filter(F.col("event") == records.FAULT_INJECTED)
+    injected = (events.filter(F.col("event") == run_events.FAULT_INJECTED)
                 .select("run_id", "fault_id", F.col("at_ns").alias("injected_ns")))
-    healed = events.filter(F.col("event") == records.FAULT_HEALED).select("run_id", "fault_id", F.col("at_ns").alias("healed_ns"))
+    healed = (events.filter(F.col("event") == run_events.FAULT_HEALED)
+              .select("run_id", "fault_id", F.col("at_ns").alias("healed_ns")))
     faults = (intent.join(injected, on=["run_id", "fault_id"], how="inner")
               .join(healed, on=["run_id", "fault_id"], how="left"))
     keys = ["run_id", "fault_id", "partition"]

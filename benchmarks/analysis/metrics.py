@@ -64,7 +64,7 @@ from benchmarks.analysis.steadiness import steadiness
 from benchmarks.analysis.transactions import TXN_COLUMNS, lso_stalls, transaction_counts, transaction_outcomes
 from benchmarks.analysis.trials import PER_RUN, injection_losses, trials, with_trials
 from benchmarks.core.codes import FINAL_READ, OUTCOMES, STATUSES
-from benchmarks.record import records
+from benchmarks.record import run_events
 
 # The analysis API, whichever module of the package defines each job.
 __all__ = ["EXPECTED_ACKS", "FINAL_READ", "FLOOR_MS", "GAP_THRESHOLD_S", "OUTCOMES", "PERCENTILES", "PERCENTILE_NAMES",
@@ -186,7 +186,7 @@ def summarize(parts: RunParts) -> DataFrame:
     causes = (p.errors.filter(F.col("cause").isNotNull()).groupBy("run_id", "cause")
               .agg(F.sum("messages").alias("_n"))
               .groupBy("run_id").agg(F.map_from_entries(F.collect_list(F.struct("cause", "_n"))).alias("causes")))
-    injected = (p.events.filter(F.col("event") == records.FAULT_INJECTED).groupBy("run_id")
+    injected = (p.events.filter(F.col("event") == run_events.FAULT_INJECTED).groupBy("run_id")
                 .agg(F.count("*").alias("faults_injected"))
                 .join(p.charged.groupBy("run_id").agg(F.count("*").alias("injections_with_loss")), on="run_id", how="left"))
     return (p.runs.join(p.counts, on="run_id", how="left").join(p.reordered, on="run_id", how="left")

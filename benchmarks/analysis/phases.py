@@ -6,7 +6,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from benchmarks.analysis import schemas
-from benchmarks.record import records
+from benchmarks.record import run_events
 
 
 def phase_bounds(runs: DataFrame, events: DataFrame) -> DataFrame:
@@ -16,10 +16,10 @@ def phase_bounds(runs: DataFrame, events: DataFrame) -> DataFrame:
     events = schemas.check(events, schemas.EVENTS, "events")
     # A procedure run under the load (benchmarks/spec/procedures.py) disturbs it like a fault: from its
     # start to its end.
-    started = F.when(F.col("event") == records.FAULT_INJECTED, F.col("at_ns")).when(
-        F.col("event") == records.PROCEDURE_START, F.col("t_ns"))
-    ended = F.when(F.col("event") == records.FAULT_HEALED, F.col("at_ns")).when(
-        F.col("event") == records.PROCEDURE_END, F.col("t_ns"))
+    started = F.when(F.col("event") == run_events.FAULT_INJECTED, F.col("at_ns")).when(
+        F.col("event") == run_events.PROCEDURE_START, F.col("t_ns"))
+    ended = F.when(F.col("event") == run_events.FAULT_HEALED, F.col("at_ns")).when(
+        F.col("event") == run_events.PROCEDURE_END, F.col("t_ns"))
     injected = (events.filter(started.isNotNull()).groupBy("run_id")
                 .agg(F.min(started).alias("fault_start_ns"), F.count("*").alias("_injected")))
     healed = (events.filter(ended.isNotNull()).groupBy("run_id")

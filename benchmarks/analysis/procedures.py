@@ -14,7 +14,7 @@ from pyspark.sql import functions as F
 
 from benchmarks.analysis import schemas
 from benchmarks.analysis.exprs import sum_if
-from benchmarks.record import records
+from benchmarks.record import run_events
 
 STEP_COLUMNS = ["run_id", "procedure_id", "procedure", "step", "play", "node", "start_ns", "end_ns", "duration_s", "ok",
                 "sent", "failed", "indeterminate", "latency_p99_ms", "steady_p99_ms", "unavailable_s",
@@ -27,14 +27,14 @@ def procedure_steps(events: DataFrame) -> DataFrame:
     by its id, so two plays of one name are not batches), when it began and ended, and whether the
     procedure as a whole succeeded (null: it had not ended when the run did)."""
     events = schemas.check(events, schemas.EVENTS, "events")
-    started = (events.filter(F.col("event") == records.PROCEDURE_START)
+    started = (events.filter(F.col("event") == run_events.PROCEDURE_START)
                .select("run_id", "procedure_id", "procedure", F.col("t_ns").alias("_procedure_start_ns")))
-    ended = (events.filter(F.col("event") == records.PROCEDURE_END)
+    ended = (events.filter(F.col("event") == run_events.PROCEDURE_END)
              .select("run_id", "procedure_id", F.col("t_ns").alias("_procedure_end_ns"), "ok"))
     w = Window.partitionBy("run_id", "procedure_id").orderBy("start_ns")
     play = F.coalesce(F.when(F.col("play_id") != "", F.col("play_id")), F.col("play"))  # older runs: no play id
     batches = F.count("*").over(Window.partitionBy("run_id", "procedure_id", play))
-    return (events.filter(F.col("event") == records.PROCEDURE_PLAY)
+    return (events.filter(F.col("event") == run_events.PROCEDURE_PLAY)
             .select("run_id", "procedure_id", "play", F.when(batches > 1, F.col("host")).alias("node"),
                     F.col("t_ns").alias("start_ns"))
             .join(started, on=["run_id", "procedure_id"], how="inner")

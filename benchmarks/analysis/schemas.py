@@ -2,7 +2,7 @@
 
 The ledgers' Spark schemas are derived from the Parquet schemas the runner writes
 (`benchmarks.record.ledger`, `benchmarks.harness.timeline`), the runs' and events' from the records the
-runner writes (`benchmarks.record.records`): neither can drift apart from its writer."""
+runner writes (`benchmarks.record.records`, `benchmarks.record.run_events`): neither can drift apart from its writer."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import types as T
 
 from benchmarks.analysis.contract import SchemaError
-from benchmarks.record import ledger, records, timeline_schema
+from benchmarks.record import ledger, records, run_events, timeline_schema
 
 _ARROW_TO_SPARK = {
     pa.string(): T.StringType(), pa.int32(): T.IntegerType(), pa.int64(): T.LongType(),
@@ -57,14 +57,14 @@ def _spark_type(annotation: Any) -> T.DataType:
 
 
 def from_model(model: type[BaseModel], names: list[str]) -> T.StructType:
-    """The Spark schema of the named fields of a records model (`benchmarks.record.records`)."""
+    """The Spark schema of the named fields of a record model (`benchmarks.record.records`, `benchmarks.record.run_events`)."""
     return T.StructType([T.StructField(n, _spark_type(model.model_fields[n].annotation), True) for n in names])
 
 
 def from_events(names: list[str]) -> T.StructType:
     """The named fields over every kind of event (a field an event lacks is null in its row)."""
     fields: dict[str, Any] = {}
-    for model in get_args(get_args(records.AnyEvent)[0]):
+    for model in get_args(get_args(run_events.AnyEvent)[0]):
         for name, info in model.model_fields.items():
             fields.setdefault(name, info.annotation)
     return T.StructType([T.StructField(n, _spark_type(fields[n]), True) for n in names])

@@ -27,7 +27,7 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from benchmarks.core.codes import BLIND_SHARE
-from benchmarks.record import records
+from benchmarks.record import run_events
 
 # The two-sided 95% normal quantile.
 Z95 = 1.959963984540054
@@ -94,9 +94,10 @@ def trials(summary: DataFrame) -> DataFrame:
 def injection_losses(lost: DataFrame, produce: DataFrame, events: DataFrame) -> DataFrame:
     """(run_id, fault_id, lost): the acknowledged writes lost or unseen charged to each injection
     that any is charged to (the rule in the module's words). `lost` is `lost_messages`' frame."""
-    injected = (events.filter(F.col("event") == records.FAULT_INJECTED)
+    injected = (events.filter(F.col("event") == run_events.FAULT_INJECTED)
                 .select("run_id", "fault_id", F.col("at_ns").alias("injected_ns")))
-    healed = events.filter(F.col("event") == records.FAULT_HEALED).select("run_id", "fault_id", F.col("at_ns").alias("healed_ns"))
+    healed = (events.filter(F.col("event") == run_events.FAULT_HEALED)
+              .select("run_id", "fault_id", F.col("at_ns").alias("healed_ns")))
     faults = injected.join(healed, on=["run_id", "fault_id"], how="left")
     acks = (produce.select("run_id", "producer", "seq", "ack_ns")
             .join(F.broadcast(lost.select("run_id", "producer", "seq")), on=["run_id", "producer", "seq"], how="inner"))

@@ -14,7 +14,7 @@ from benchmarks.core.wait import WaitTimeout, wait_until
 from benchmarks.hosts.ansible import PlaybookRunner, summarize_failures
 from benchmarks.hosts.inventory import ClusterInventory
 from benchmarks.kafka import kafka_protocol
-from benchmarks.record import records
+from benchmarks.record import run_events
 from benchmarks.spec.workload import Workload
 
 ELR = "eligible.leader.replicas.version"
@@ -41,7 +41,7 @@ def levels(address: str, settings: dict[str, str] | None = None) -> dict[str, in
 
 
 def finalize(inventory: ClusterInventory, inventory_path: Path, runner: PlaybookRunner, want: dict[str, int],
-             read: Callable[[str], dict[str, int]] | None = None, timeout_s: float = 60.0) -> list[records.FeatureFinalized]:
+             read: Callable[[str], dict[str, int]] | None = None, timeout_s: float = 60.0) -> list[run_events.FeatureFinalized]:
     """Finalize `want` on the cluster unless it already is there; wait until every broker reports
     it. One event per feature asked for, saying whether anything changed."""
     if not want:
@@ -64,7 +64,7 @@ def finalize(inventory: ClusterInventory, inventory_path: Path, runner: Playbook
             wait_until(everywhere, timeout_s, what=f"every broker to report {differ}")
         except WaitTimeout as exc:
             raise FeatureError(str(exc)) from None
-    return [records.FeatureFinalized(feature=name, level=level, previous=before.get(name, 0), changed=name in differ)
+    return [run_events.FeatureFinalized(feature=name, level=level, previous=before.get(name, 0), changed=name in differ)
             for name, level in want.items()]
 
 

@@ -23,7 +23,7 @@ from typing import Any, TypeVar
 
 from benchmarks.core.wait import WaitTimeout
 from benchmarks.hosts.ansible import PlaybookResult, PlaybookRunner, ProgressCallback, summarize_failures
-from benchmarks.record import records
+from benchmarks.record import run_events
 
 T = TypeVar("T")
 
@@ -41,6 +41,10 @@ RETRIABLE_CODES = frozenset({
     "_NO_OFFSET", "_UNKNOWN_PARTITION", "_UNKNOWN_TOPIC", "_WAIT_CACHE", "_DESTROY_BROKER",
 })
 
+# How long a run's calls to Kafka are retried (Retrier.call) while the brokers answer "not yet": a
+# leader elected after a heal, a ZooKeeper session expiring (18 s), a broker restarting and
+# recovering its logs (~40 s on 2 busy cores) all fit.
+CALL_RETRY_S = 60.0
 # The first wait, its growth per attempt, and its ceiling.
 FIRST_BACKOFF_S = 0.25
 BACKOFF_FACTOR = 2.0
@@ -82,7 +86,7 @@ class Retrier:
     """Calls under a run's retry policy. `record` takes the RetryWaited events (the run's event
     log); clock and sleep are injectable so the sequencing is tested without waiting."""
 
-    record: Callable[[records.Event], object] = lambda event: None
+    record: Callable[[run_events.Event], object] = lambda event: None
     clock: Callable[[], float] = time.monotonic
     sleep: Callable[[float], None] = time.sleep
 
@@ -116,8 +120,8 @@ class Retrier:
             return result
 
     def _record(self, step: str, what: str, attempts: int, errors: list[str], started: float, ok: bool) -> None:
-        self.record(records.RetryWaited(step=step, call=what, attempts=attempts, errors=sorted(set(errors)),
-                                        waited_s=round(self.clock() - started, 3), ok=ok))
+        self.record(run_events.RetryWaited(step=step, call=what, attempts=attempts, errors=sorted(set(errors)),
+                                           waited_s=round(self.clock() - started, 3), ok=ok))
 
 
 # Outside a run (the CLI's own reads, tests): the same policy, recorded nowhere.

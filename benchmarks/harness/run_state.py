@@ -17,7 +17,7 @@ from benchmarks.harness.workers import LoadProcesses
 from benchmarks.hosts import clocks, ssh
 from benchmarks.hosts.ansible import PlaybookRunner
 from benchmarks.hosts.inventory import ClusterInventory
-from benchmarks.record import records
+from benchmarks.record import records, run_events
 from benchmarks.record.event_log import EventLog
 from benchmarks.spec.scenario import Scenario
 
@@ -99,7 +99,7 @@ class Run:
         self.invalid.append(f"{self.step} failed: {error}")
         with open(self.run_dir / "error.txt", "a", encoding="utf-8") as handle:
             handle.write(f"--- {self.step}\n{traceback.format_exc()}\n")
-        self.events.write(records.RunFailed(step=self.step, error=error))
+        self.events.write(run_events.RunFailed(step=self.step, error=error))
 
     @property
     def fault_log(self) -> list[records.AppliedFault]:

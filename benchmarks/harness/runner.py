@@ -1,7 +1,8 @@
 """Execute one benchmark run end to end.
 
 heal -> fresh topic -> effective config -> timeline -> consumers -> open-loop producers with
-faults on schedule -> heal -> drain consumers -> final read -> summary from the ledgers.
+faults on schedule -> heal -> drain consumers -> final read -> summary from the ledgers (the steps
+from the heal after the load on are benchmarks.harness.run_end's).
 Faults are always healed: at their heal time, at the end of the run, on Ctrl-C, and (should
 this process die) by the next run or `kafka-bench heal`, from the journal.
 
@@ -13,7 +14,6 @@ and summary.json is written all the same.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import json
 import random
@@ -25,17 +25,16 @@ from typing import Any
 
 import yaml
 
-from benchmarks.core.codes import FINAL_READ_COMMITTED
 from benchmarks.core.connection import Connection
 from benchmarks.core.wait import WaitTimeout, wait_until
 from benchmarks.harness import (
     effective,
     faults,
     features,
-    final_read,
     java_load,
     load,
     retry,
+    run_end,
     run_summary,
     schedule,
     steady,
@@ -48,7 +47,7 @@ from benchmarks.hosts import clocks, host_probe
 from benchmarks.hosts.ansible import AnsibleRunner, PlaybookRunner
 from benchmarks.hosts.inventory import ClusterInventory
 from benchmarks.kafka import cluster, topics
-from benchmarks.record import ledger, records
+from benchmarks.record import records, run_events
 from benchmarks.record.event_log import EventLog
 from benchmarks.spec.fault_spec import FaultSpec
 from benchmarks.spec.fault_targets import Situation
@@ -60,20 +59,6 @@ QUICK_SECONDS = 20.0
 # load goes on at least this long, so what the step did is seen under load: a fault that acts
 # late is not cut off by the end of the load, also in --quick runs.
 OBSERVE_S = 10.0
-# After the load, the consumer groups are given up to DRAIN_S to read every acknowledged message.
-# A transactional run's readers (read_committed) never see the aborted transactions' messages, so
-# there the wait ends once their counts have stood still for DRAIN_QUIET_S instead.
-DRAIN_S = 30.0
-DRAIN_QUIET_S = 5.0
-# A broker a scheduled heal started near the end of the load may not be up yet when the run ends:
-# ZooKeeper mode keeps it from registering until its old session expires (18 s), and a killed
-# broker recovers its logs first. The heal after the run gives it this long before it falls back
-# to start.yml (whose playbook alone takes longer than that wait, ~40 s on 2 busy cores).
-HEAL_GRACE_S = 30.0
-# How long a call to Kafka is retried while the brokers answer "not yet" (benchmarks.harness.retry): a
-# leader elected after a heal, a ZooKeeper session expiring (18 s), a broker restarting and
-# recovering its logs (~40 s on 2 busy cores) all fit.
-CALL_RETRY_S = 60.0
 
 
 def scaled(scenario: Scenario, quick: bool) -> tuple[float, float, float]:
@@ -118,16 +103,16 @@ def execute(scenario: Scenario, inventory: ClusterInventory, inventory_path: Pat
               sweep=sweep)
     run.retrier = retry.Retrier(record=run.events.write)
     run.runner = retry.RetryingRunner(run.runner, run.retrier, step=lambda: run.step)
-    run.events.write(records.RunStart(scenario=scenario.name, topic=topic, seed=seed, quick=quick, warmup_s=warmup_s,
-                                      duration_s=duration_s, inventory=str(inventory_path), trial=trial,
-                                      trials=scenario.trials))
+    run.events.write(run_events.RunStart(scenario=scenario.name, topic=topic, seed=seed, quick=quick, warmup_s=warmup_s,
+                                         duration_s=duration_s, inventory=str(inventory_path), trial=trial,
+                                         trials=scenario.trials))
     timelines: list[TimelineSampler] = []
 
     def start_timeline(run: Run) -> None:
         timelines.append(run.retrier.call(run.step, "make the timeline's clients", lambda: TimelineSampler(
             run.conn, topic, run_dir / "timeline", run_id=run_id,
             kraft=cluster.KRaftProbe.of(inventory) if inventory.kraft else None,
-            last_stable=scenario.client.transactions is not None), CALL_RETRY_S))
+            last_stable=scenario.client.transactions is not None), retry.CALL_RETRY_S))
         timelines[0].start()
 
     try:
@@ -137,16 +122,16 @@ def execute(scenario: Scenario, inventory: ClusterInventory, inventory_path: Pat
                 if not run.stage(step, body):
                     break
         finally:  # also on Ctrl-C
-            run.stage("heal", _heal_after)
+            run.stage("heal", run_end.heal_after)
         if run.start_ns:  # a load started: what it wrote is read back, whatever failed since
-            run.stage("final read", _read_back)
+            run.stage("final read", run_end.read_back)
     finally:
         run.stage("stop consumers", lambda run: run.workers.stop_consumers())
         if timelines:
             run.stage("stop the timeline", lambda run: timelines[0].stop())
-    run.stage("collect", _collect)
+    run.stage("collect", run_end.collect)
     if not keep_topic:
-        _delete_topic(run)
+        run_end.delete_topic(run)
     return run_summary.summarize(run)
 
 
@@ -156,12 +141,12 @@ def _prepare(run: Run) -> None:
     w = run.scenario.workload
     if run.inventory.given is None:
         run.show("healing")
-        run.events.write(records.HealBeforeRun())
-        _heal(run)
+        run.events.write(run_events.HealBeforeRun())
+        run_end.heal(run)
     run.show("waiting for a recovered cluster")
     run.retrier.call(run.step, "create the internal topics", lambda: steady.ensure_internal_topics(run.conn),
-                     CALL_RETRY_S)
-    run.events.write(records.ClusterRecovered(waited_s=round(_wait_recovered(run), 3)))
+                     retry.CALL_RETRY_S)
+    run.events.write(run_events.ClusterRecovered(waited_s=round(_wait_recovered(run), 3)))
     want = features.wanted(w, run.inventory.metadata_mode)
     if want:
         run.show("finalizing feature levels")
@@ -172,18 +157,18 @@ def _prepare(run: Run) -> None:
         hosts = list(dict.fromkeys([b.name for b in run.inventory.brokers] + [c.name for c in run.inventory.controllers]
                                    + [z.name for z in run.inventory.zookeepers]))
         run.offsets = clocks.measure(run.inventory_path, hosts)
-        run.events.write(records.ClockOffsets(hosts=[records.HostClock(**dataclasses.asdict(o))
-                                                     for o in run.offsets.values()]))
+        run.events.write(run_events.ClockOffsets(hosts=[run_events.HostClock(**dataclasses.asdict(o))
+                                                        for o in run.offsets.values()]))
     if run.scenario.client.producer_library == "java":
         java_load.ensure_installed(run.runner, run.inventory_path)
     run.show("creating topic")
     config = {"min.insync.replicas": str(w.min_insync_replicas),
               "unclean.leader.election.enable": str(w.unclean_leader_election).lower(), **w.topic_config}
     run.retrier.call(run.step, f"create {run.topic}", lambda: topics.ensure_topic(
-        run.conn, run.topic, w.partitions, w.replication_factor, config), CALL_RETRY_S)
+        run.conn, run.topic, w.partitions, w.replication_factor, config), retry.CALL_RETRY_S)
     _wait_fully_replicated(run, w.partitions)
     found = run.retrier.call(run.step, "read the effective configuration",
-                             lambda: effective.read(run.conn, run.topic, run.scenario, run.inventory), CALL_RETRY_S)
+                             lambda: effective.read(run.conn, run.topic, run.scenario, run.inventory), retry.CALL_RETRY_S)
     run.invalid = effective.differences(found, run.scenario)
     if run.inventory.kraft:
         run.eligible_leader_replicas = found.cluster.eligible_leader_replicas
@@ -216,7 +201,7 @@ def _warm_up(run: Run) -> None:
     run.show("warming the produce path")
     w = run.scenario.workload
     warm = steady.warm_produce_path(run.conn, run.topic, dict(run.scenario.client.producer), w.rate, w.keys)
-    run.events.write(records.ProducePathWarm(**warm.to_dict()))
+    run.events.write(run_events.ProducePathWarm(**warm.to_dict()))
     run.warm_p50_ms = warm.p50_ms
     if not warm.settled:
         last = warm.windows[-steady.SETTLE_WINDOWS:]
@@ -234,8 +219,8 @@ def _drive(run: Run) -> None:
     run.start_ns = time.time_ns() + int(run.workers.start_lead_s * 1e9)
     end_ns = run.start_ns + int((run.warmup_s + run.duration_s) * 1e9)
     run.workers.start_producers(run.start_ns, end_ns)
-    run.events.write(records.LoadStart(start_ns=run.start_ns, end_ns=end_ns,
-                                       measured_from_ns=run.start_ns + int(run.warmup_s * 1e9)))
+    run.events.write(run_events.LoadStart(start_ns=run.start_ns, end_ns=end_ns,
+                                          measured_from_ns=run.start_ns + int(run.warmup_s * 1e9)))
 
     def situation(fault: FaultSpec, busy: frozenset[int]) -> Situation:
         transactional = run.scenario.client.transactions is not None  # its coordinator may be the target
@@ -272,120 +257,8 @@ def _drive(run: Run) -> None:
         steps.join(300)
         run.workers.kill_producers()
     run.broker_cpu_s = host_probe.cpu_used(cpu_before, host_probe.broker_cpu(run.inventory, run.remote))
-    run.events.write(records.LoadEnd(end_ns=run.workers.end_ns,
-                                     producers=load.producer_meta(run.run_dir / "ledger" / "produce")))
-
-
-def _heal_after(run: Run) -> None:
-    """Every fault healed, whatever happened: at the end of the load, on Ctrl-C, on an error."""
-    if run.inventory.given is not None:
-        return  # a cluster known only by its bootstrap address: no fault to heal, no host to start
-    run.show("healing")
-    run.events.write(records.HealAfterRun())
-    _heal(run, grace_s=HEAL_GRACE_S)
-    if run.steps:
-        run.steps.active.clear()
-
-
-def _heal(run: Run, grace_s: float = 0.0) -> None:
-    """Revert what the journal holds; start.yml only when a node is down or cannot be seen, also
-    after `grace_s` (a node a heal started during the run may still be on its way up)."""
-    # Services on hosts of their own are seen through their control scripts over SSH: a healthy
-    # cluster of remote hosts is healed without start.yml's minute too.
-    processes = host_probe.process_state_probe(run.inventory, run.remote)
-
-    def not_up() -> list[str]:
-        found: list[str] = []
-
-        def every_node_up() -> bool:
-            found[:] = cluster.nodes_not_up(run.inventory, run.conn, process_probe=processes)
-            return not found
-        with contextlib.suppress(WaitTimeout):
-            wait_until(every_node_up, grace_s, interval_s=1.0, what="every node to be up")
-        return found
-
-    report = faults.heal(run.runner, run.inventory_path, run.journal, not_up=not_up)
-    run.events.write(records.Healed(reverted=[r.fault_id for r in report.reverted],
-                                    start_playbook=report.start is not None, not_up=report.not_up))
-
-
-class Drain:
-    """When the consumer groups are done reading after the load: each has read as many messages
-    as were acknowledged, or, reading committed transactions only (the aborted ones' messages
-    never reach them), their counts have stood still for DRAIN_QUIET_S."""
-
-    def __init__(self, acked: int, committed_only: bool, clock: Callable[[], float] = time.monotonic) -> None:
-        self.acked, self.committed_only, self.clock = acked, committed_only, clock
-        self.counts: dict[str, int] | None = None
-        self.since = clock()
-
-    def done(self, counts: dict[str, int]) -> bool:
-        if min(counts.values(), default=self.acked) >= self.acked:
-            return True
-        if counts != self.counts:
-            self.counts, self.since = dict(counts), self.clock()
-        return self.committed_only and self.clock() - self.since >= DRAIN_QUIET_S
-
-
-def _read_back(run: Run) -> None:
-    """Let the consumer groups drain (what they have not read by then, the final read and the
-    checker account for), then read every partition from the beginning to its end offsets."""
-    drain = Drain(run.workers.totals()[1], committed_only=run.scenario.client.transactions is not None)
-
-    def drained() -> bool:
-        run.show("draining consumers")
-        return drain.done(run.workers.consumed())
-
-    if run.workers.consumers:
-        with contextlib.suppress(WaitTimeout):
-            wait_until(drained, DRAIN_S, interval_s=0.5, what="the consumer groups to read every acked message")
-    run.show("final read")
-    run.events.write(records.FinalReadStart())
-    ends = final_read.read(run.conn, run.topic, run.run_id, run.run_dir / "ledger" / "consume", retrier=run.retrier)
-    if run.scenario.client.transactions:  # and what a read_committed consumer gets of it
-        final_read.read(run.conn, run.topic, run.run_id, run.run_dir / "ledger" / "consume",
-                        group=FINAL_READ_COMMITTED, retrier=run.retrier)
-    run.events.write(records.FinalReadEnd(end_offsets=ends))
-    run.checked = True
-
-
-def _collect(run: Run) -> None:
-    """Service logs and the run's slice of the fault journal into the run directory; each writer's
-    ledger parts merged."""
-    run_dir = run.run_dir
-    if run.inventory.given is None:  # a cluster known only by its bootstrap address has no host to read logs on
-        run.runner.run("collect-logs.yml", run.inventory_path, extravars={"collect_logs_dest": str(run_dir / "logs")})
-    ids = {f.fault_id for f in run.fault_log}
-    with open(run_dir / "fault-journal.jsonl", "w", encoding="utf-8") as handle:
-        for entry in run.journal.entries():
-            if entry["fault_id"] in ids:
-                handle.write(json.dumps(entry) + "\n")
-    run.show("compacting the ledgers")
-    started = time.monotonic()
-    merged = ledger.compact(run_dir)
-    run.events.write(records.LedgerCompacted(parts=merged.parts, files=merged.files, bytes_before=merged.bytes_before,
-                                             bytes_after=merged.bytes_after, took_s=round(time.monotonic() - started, 3),
-                                             problems=merged.problems))
-
-
-def _delete_topic(run: Run) -> None:
-    """The run's topic deleted: its data is in the ledgers, and a topic left behind keeps costing the
-    brokers. Measured on the local cluster (2 cores): with 68 earlier runs' topics left on it, the
-    produce-path warm-up of seed 001's load (13 partitions, five consumers, 500 msg/s) acked 150-280
-    msg/s and had not settled after 210 s; with them deleted, it settled in 6 s, twice. A topic that
-    cannot be deleted leaves the run valid; the event says why. A "not yet" answer (a controller
-    busy after the heal) is retried as every other call of the run is."""
-    run.step = "delete the topic"
-    run.show("deleting the topic")
-    started = time.monotonic()
-    try:
-        deleted = run.retrier.call(run.step, f"delete {run.topic}", lambda: topics.delete_topic(run.conn, run.topic),
-                                   CALL_RETRY_S)
-        error = None
-    except Exception as exc:  # a cluster down after its run, or no right to delete: the run still stands
-        deleted, error = False, f"{type(exc).__name__}: {exc}"[:300]
-    run.events.write(records.TopicDeleted(topic=run.topic, deleted=deleted, error=error,
-                                          took_s=round(time.monotonic() - started, 3)))
+    run.events.write(run_events.LoadEnd(end_ns=run.workers.end_ns,
+                                        producers=load.producer_meta(run.run_dir / "ledger" / "produce")))
 
 
 def _recovery_problems(inventory: ClusterInventory) -> list[str]:
@@ -400,7 +273,7 @@ def _wait_fully_replicated(run: Run, partitions: int, timeout: float = 60) -> No
     """Every partition of the new topic led, with all its replicas in sync."""
     def ready() -> bool:
         status = run.retrier.call(run.step, "describe the cluster", lambda: cluster.describe(
-            run.inventory, services=False), CALL_RETRY_S)
+            run.inventory, services=False), retry.CALL_RETRY_S)
         parts = status.topic(run.topic)
         return len(parts) == partitions and all(p.leader is not None and not p.under_replicated for p in parts)
 

@@ -32,7 +32,7 @@ from typing import Any, Protocol
 
 from benchmarks.harness.faults import FaultRecord
 from benchmarks.hosts.ansible import PlaybookResult, ProgressCallback, ProgressEvent, summarize_failures
-from benchmarks.record import records
+from benchmarks.record import records, run_events
 from benchmarks.spec.fault_spec import FaultSpec, Injection
 from benchmarks.spec.fault_targets import FaultError, Resolved, Situation
 from benchmarks.spec.procedures import Procedure
@@ -84,7 +84,7 @@ class Injector(Protocol):
 
 
 class Events(Protocol):
-    def write(self, event: records.Event) -> Any: ...
+    def write(self, event: run_events.Event) -> Any: ...
 
 
 class PlaybookCall(Protocol):
@@ -223,7 +223,7 @@ class Controller:
             else:
                 pid = self.kill_consumer(str(step.what))
                 if pid is not None:
-                    self.events.write(records.ConsumerKilled(group=str(step.what), pid=pid))
+                    self.events.write(run_events.ConsumerKilled(group=str(step.what), pid=pid))
         except Exception as exc:  # whatever failed, the run must say it
             name = (f"{self.injections[int(step.what)].name} ({self.faults[int(step.what)].kind})"
                     if step.action in (INJECT, RECHECK, HEAL)
@@ -234,7 +234,7 @@ class Controller:
     def _failed(self, action: str, name: str, exc: Exception) -> None:
         """A step or check that failed: the run is invalid, with the reason, and the events say so."""
         self.invalid.append(f"{name} {action} failed: {exc}")
-        self.events.write(records.ScheduleStepFailed(action=action, step=name, error=str(exc)))
+        self.events.write(run_events.ScheduleStepFailed(action=action, step=name, error=str(exc)))
 
     def _inject(self, index: int, due_ns: int) -> None:
         injection = self.injections[index]
@@ -257,11 +257,11 @@ class Controller:
             return
         record = self.injector.new_record(fault.kind, to.hosts, to.broker_id, to.reason, fault.extravars())
         self.records[index] = record
-        self.events.write(records.FaultIntent(fault_id=record.fault_id, kind=fault.kind, hosts=list(to.hosts),
-                                              broker=to.broker_id, reason=to.reason, scheduled_ns=due_ns))
+        self.events.write(run_events.FaultIntent(fault_id=record.fault_id, kind=fault.kind, hosts=list(to.hosts),
+                                                 broker=to.broker_id, reason=to.reason, scheduled_ns=due_ns))
         at = self.injector.inject(record, not_before_ns=due_ns)
         self.active[record.fault_id] = record  # from when it acted (its playbook may have waited for its time)
-        self.events.write(records.FaultInjected(fault_id=record.fault_id, at_ns=int(at * 1e9)))
+        self.events.write(run_events.FaultInjected(fault_id=record.fault_id, at_ns=int(at * 1e9)))
         self.fault_log.append(records.AppliedFault(fault_id=record.fault_id, kind=fault.kind, target=to.reason,
                                                    hosts=list(to.hosts)))
         if fault.heal_at_s is not None:  # the fault lasts as planned from when it acted, however late
@@ -296,8 +296,8 @@ class Controller:
         if why is not None:
             self._missed += 1
             made_up = self._make_up(injection)
-            self.events.write(records.FaultMissed(fault_id=record.fault_id, step=injection.name, reason=why,
-                                                  made_up_by=made_up.name if made_up else None))
+            self.events.write(run_events.FaultMissed(fault_id=record.fault_id, step=injection.name, reason=why,
+                                                     made_up_by=made_up.name if made_up else None))
 
     def _add(self, step: Step) -> None:
         """A step scheduled while the run goes on (a heal, a recheck), in its place by time."""
@@ -327,8 +327,8 @@ class Controller:
     def _skip(self, injection: Injection, due_ns: int, reason: str) -> None:
         self._skipped += 1
         made_up = self._make_up(injection)
-        self.events.write(records.FaultSkipped(kind=injection.fault.kind, step=injection.name, scheduled_ns=due_ns,
-                                               reason=reason, made_up_by=made_up.name if made_up else None))
+        self.events.write(run_events.FaultSkipped(kind=injection.fault.kind, step=injection.name, scheduled_ns=due_ns,
+                                                  reason=reason, made_up_by=made_up.name if made_up else None))
 
     def _make_up(self, skipped: Injection) -> Injection | None:
         """For an injection of a recurring fault with a count, skipped or missed: one more of that
@@ -351,10 +351,10 @@ class Controller:
 
     def _heal(self, index: int, due_ns: int) -> None:
         record = self.records[index]
-        self.events.write(records.FaultHealStart(fault_id=record.fault_id, scheduled_ns=due_ns))
+        self.events.write(run_events.FaultHealStart(fault_id=record.fault_id, scheduled_ns=due_ns))
         at = self.injector.revert(record, not_before_ns=due_ns)
         self.active.pop(record.fault_id, None)
-        self.events.write(records.FaultHealed(fault_id=record.fault_id, at_ns=int(at * 1e9)))
+        self.events.write(run_events.FaultHealed(fault_id=record.fault_id, at_ns=int(at * 1e9)))
 
     def _procedure(self, index: int, due_ns: int) -> None:
         """Run the procedure's playbook; each play it begins is an event, at the time it began (a play
@@ -362,23 +362,23 @@ class Controller:
         procedure, procedure_id = self.procedures[index], f"procedure-{index}"
         assert self.run_playbook is not None
         extravars = procedure.extravars(self.topic)
-        self.events.write(records.ProcedureStart(procedure_id=procedure_id, procedure=procedure.name,
-                                                 playbook=procedure.playbook_file, scheduled_ns=due_ns,
-                                                 extravars=extravars))
+        self.events.write(run_events.ProcedureStart(procedure_id=procedure_id, procedure=procedure.name,
+                                                    playbook=procedure.playbook_file, scheduled_ns=due_ns,
+                                                    extravars=extravars))
         begun: list[int] = []
 
         def progress(event: ProgressEvent) -> None:
             if event.play and (not begun or begun[-1] != event.play_number):
                 begun.append(event.play_number)
                 self.playing[procedure_id] = f"{procedure.name}: {event.play}"
-                self.events.write(records.ProcedurePlay(procedure_id=procedure_id, play=event.play, host=event.host,
+                self.events.write(run_events.ProcedurePlay(procedure_id=procedure_id, play=event.play, host=event.host,
                                                           play_id=event.play_id))
 
         try:
             result = self.run_playbook(procedure.playbook_file, progress, extravars)
         finally:
             self.playing.pop(procedure_id, None)
-        self.events.write(records.ProcedureEnd(
+        self.events.write(run_events.ProcedureEnd(
             procedure_id=procedure_id, ok=result.ok, elapsed_s=result.elapsed_s, changed=result.count("changed"),
             failures=[f"{f.host}: {f.task}: {f.message}" for f in result.failures]))
         if not result.ok:

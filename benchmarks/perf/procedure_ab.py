@@ -24,7 +24,7 @@ from pathlib import Path
 
 from benchmarks.core import paths
 from benchmarks.perf import save_figures
-from benchmarks.record import records
+from benchmarks.record import records, run_events
 
 KAFKA_BENCH = str(Path(sys.executable).parent / "kafka-bench")
 
@@ -51,7 +51,7 @@ def procedure_run(scenario: Path, inventory: Path, env: dict[str, str]) -> Proce
                        env=env, stdout=subprocess.DEVNULL, check=False)
         [run_dir] = [events.parent for events in Path(tmp).rglob("events.jsonl")]
         ends = [event for line in (run_dir / "events.jsonl").read_text().splitlines()
-                if isinstance(event := records.EVENT.validate_json(line), records.ProcedureEnd)]
+                if isinstance(event := run_events.EVENT.validate_json(line), run_events.ProcedureEnd)]
         summary = records.RunSummary.model_validate_json((run_dir / "summary.json").read_text())
     return ProcedureRun(sum(e.elapsed_s for e in ends), bool(ends) and all(e.ok for e in ends), summary.valid,
                         summary.lost, summary.acked)

@@ -1,6 +1,6 @@
 """Where a suite's runs spend their wall time, read from the events each run wrote.
 
-Every run directory holds events.jsonl (benchmarks.record.records), each event stamped when it
+Every run directory holds events.jsonl (benchmarks.record.run_events), each event stamped when it
 was written. The time from one event to the next is the step the later one ends: the seconds
 before `produce-path-warm` are the warm-up, those before `load-end` the load, those before
 the second `healed` the heal after the run. This sums them per step over the runs given and

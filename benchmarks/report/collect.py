@@ -10,7 +10,7 @@ from pyspark.sql import functions as F
 
 from benchmarks.analysis.metrics import Analysis
 from benchmarks.analysis.rows import RunRow, TrialsRow
-from benchmarks.record import records
+from benchmarks.record import run_events
 
 LOST_IDS_SHOWN = 50
 
@@ -75,7 +75,8 @@ def collect(analysis: Analysis, events_rows: list[dict[str, Any]], source: str) 
         "phases", "end_to_end", "per_second", "errors", "segments", "health", "unavailability", "faults", "steps")}
     lost_all = _rows(analysis.lost.orderBy("run_id", "partition", "offset"))
     lost = _by_run(lost_all)
-    kinds = (records.FAULT_INTENT, records.FAULT_INJECTED, records.FAULT_HEALED, records.FAULT_SKIPPED, records.FAULT_MISSED)
+    kinds = (run_events.FAULT_INTENT, run_events.FAULT_INJECTED, run_events.FAULT_HEALED, run_events.FAULT_SKIPPED,
+             run_events.FAULT_MISSED)
     fault_events = _by_run([e for e in events_rows if e["event"] in kinds])
     runs = []
     for row in summary:

@@ -16,7 +16,7 @@ import jinja2
 from markupsafe import Markup
 
 from benchmarks.analysis.rows import RunRow, TrialsRow
-from benchmarks.record import records
+from benchmarks.record import run_events
 from benchmarks.report import svg
 from benchmarks.report.collect import LOST_IDS_SHOWN, ReportData, RunReport
 
@@ -75,12 +75,12 @@ def loss_bars(data: ReportData) -> str:
 
 def _fault_windows(run: RunReport, origin: int) -> list[tuple[float, float, str]]:
     """(start, end, label) of every injected fault, in seconds from the start of the load."""
-    intents = {e["fault_id"]: e for e in run.fault_events if e["event"] == records.FAULT_INTENT}
-    healed = {e["fault_id"]: e["at_ns"] for e in run.fault_events if e["event"] == records.FAULT_HEALED}
+    intents = {e["fault_id"]: e for e in run.fault_events if e["event"] == run_events.FAULT_INTENT}
+    healed = {e["fault_id"]: e["at_ns"] for e in run.fault_events if e["event"] == run_events.FAULT_HEALED}
     end = run.bounds["load_end_ns"]
     out = []
     for e in run.fault_events:
-        if e["event"] == records.FAULT_INJECTED:
+        if e["event"] == run_events.FAULT_INJECTED:
             intent = intents.get(e["fault_id"], {})
             label = f"{intent.get('kind', 'fault')} ({intent.get('reason', '')})"
             out.append(((e["at_ns"] - origin) / 1e9, (min(healed.get(e["fault_id"], end), end) - origin) / 1e9, label))
@@ -113,11 +113,11 @@ def _leader_lanes(run: RunReport, origin: int, shade: list[tuple[float, float, s
 def _off_schedule(run: RunReport, origin: int) -> list[list[Any]]:
     """The injections skipped (at the time they were due) and those that missed their target (at
     the time they acted), in order, each with why and the injection that made up for it."""
-    acted = {e["fault_id"]: e["at_ns"] for e in run.fault_events if e["event"] == records.FAULT_INJECTED}
-    rows = sorted((e["scheduled_ns"] if e["event"] == records.FAULT_SKIPPED else acted.get(e["fault_id"], e["t_ns"]),
-                   e["step"] or "", "skipped" if e["event"] == records.FAULT_SKIPPED else "missed",
+    acted = {e["fault_id"]: e["at_ns"] for e in run.fault_events if e["event"] == run_events.FAULT_INJECTED}
+    rows = sorted((e["scheduled_ns"] if e["event"] == run_events.FAULT_SKIPPED else acted.get(e["fault_id"], e["t_ns"]),
+                   e["step"] or "", "skipped" if e["event"] == run_events.FAULT_SKIPPED else "missed",
                    e["reason"] or "", e["made_up_by"] or "–")
-                  for e in run.fault_events if e["event"] in (records.FAULT_SKIPPED, records.FAULT_MISSED))
+                  for e in run.fault_events if e["event"] in (run_events.FAULT_SKIPPED, run_events.FAULT_MISSED))
     return [[_num(_s(at, origin), 1), step, outcome, why, made_up] for at, step, outcome, why, made_up in rows]
 
 
@@ -148,7 +148,7 @@ def run_context(run: RunReport) -> dict[str, Any]:
                     LEADER_FROM.get(f["new_leader_from"] or "", "–"),
                     _num(f["isr_shrink_s"], 2), _num(f["isr_expand_s"], 2), _num(f["first_ack_s"], 2)] for f in run.faults],
         "off_schedule": _off_schedule(run, origin),
-        "acted": sum(e["event"] == records.FAULT_INJECTED for e in run.fault_events),
+        "acted": sum(e["event"] == run_events.FAULT_INJECTED for e in run.fault_events),
         "phases": [[p["phase"], _num(p["seconds"], 1), _num(p["sent"]), _num(p["acked"]), _num(p["failed"]),
                     _num(p["indeterminate"]), _num(p["throughput_msgs_s"]), _num(p["throughput_mb_s"], 3),
                     _num(p["latency_p50_ms"], 1), _num(p["latency_p95_ms"], 1), _num(p["latency_p99_ms"], 1),

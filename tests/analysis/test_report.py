@@ -15,7 +15,7 @@ from click.testing import CliRunner
 from benchmarks.analysis import inputs, schemas
 from benchmarks.cli.app import cli
 from benchmarks.core.exit_codes import ExitCode
-from benchmarks.record import records
+from benchmarks.record import records, run_events
 from benchmarks.report import outputs
 from tests.analysis import ledgers
 
@@ -122,12 +122,12 @@ def test_injections_skipped_or_off_target_are_listed_with_why_and_their_make_up(
     run = tmp_path / "r1-hand-built"
     ledgers.write_run_dir(spark, run)
     with open(run / "events.jsonl", "a", encoding="utf-8") as handle:
-        for event in (records.FaultSkipped(run_id=ledgers.RUN, t_ns=ledgers.ns(2.5), kind="broker-kill", step="faults[0] #1",
-                                           reason="the cluster had not recovered 1 s after the injection was due: "
+        for event in (run_events.FaultSkipped(run_id=ledgers.RUN, t_ns=ledgers.ns(2.5), kind="broker-kill", step="faults[0] #1",
+                                              reason="the cluster had not recovered 1 s after the injection was due: "
                                                   "broker 2 is not in the ISR of t-0",
-                                           scheduled_ns=ledgers.ns(1.5), made_up_by="faults[0] #3"),
-                      records.FaultMissed(run_id=ledgers.RUN, t_ns=ledgers.ns(4.4), fault_id="f1", step="faults[0] #2",
-                                          reason="the leader of t-0 was broker 2, not broker 1")):
+                                              scheduled_ns=ledgers.ns(1.5), made_up_by="faults[0] #3"),
+                      run_events.FaultMissed(run_id=ledgers.RUN, t_ns=ledgers.ns(4.4), fault_id="f1", step="faults[0] #2",
+                                             reason="the leader of t-0 was broker 2, not broker 1")):
             handle.write(event.model_dump_json() + "\n")
     page = outputs.build(str(tmp_path)).html.read_text()
     section = page[page.index("<h3>Injections skipped or off target</h3>"):]

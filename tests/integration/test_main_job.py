@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from benchmarks.kafka import cluster
-from benchmarks.record import records, suite
+from benchmarks.record import run_events, suite
 from benchmarks.record.event_log import EventLog
 from tests.conftest import LOCAL_INVENTORY, run_cli
 
@@ -42,7 +42,7 @@ def test_the_main_job_runs_every_seed_lab_and_each_verdict_shows_what_its_lab_te
         name: row["invalid_reasons"] for name, row in rows.items() if row["valid"] != "True"}
     # Every run deleted its topic once it was read back: none is left to slow the runs after it.
     deleted = [e for run in suite_dir.iterdir() for e in EventLog(run / "events.jsonl").read()
-               if isinstance(e, records.TopicDeleted)]
+               if isinstance(e, run_events.TopicDeleted)]
     assert len(deleted) == len(SEEDS) and all(e.deleted for e in deleted), deleted
     assert not {e.topic for e in deleted} & {p.topic for p in cluster.describe(deployed_cluster).partitions}
 
@@ -80,7 +80,7 @@ def test_the_main_job_runs_every_seed_lab_and_each_verdict_shows_what_its_lab_te
     # Each retry the runs needed is recorded, and none ran out.
     waits = [json.loads(line) for path in suite_dir.glob("*/events.jsonl") for line in path.read_text().splitlines()
              if '"retry-waited"' in line]
-    assert all(records.RetryWaited.model_validate(w).ok for w in waits), waits
+    assert all(run_events.RetryWaited.model_validate(w).ok for w in waits), waits
     print(f"\nthe main job: {len(rows)} runs, {len(waits)} retried call(s): "
           + "; ".join(f"{w['step']}: {w['call']} ({', '.join(w['errors'])}, {w['waited_s']} s)" for w in waits))
     assert Path(suite_dir / "suite.json").is_file()

@@ -1,8 +1,8 @@
-"""When the runner stops waiting for the consumer groups after the load (runner.Drain)."""
+"""When the runner stops waiting for the consumer groups after the load (run_end.Drain)."""
 
 from __future__ import annotations
 
-from benchmarks.harness.runner import DRAIN_QUIET_S, Drain
+from benchmarks.harness.run_end import DRAIN_QUIET_S, Drain
 
 
 class Clock:

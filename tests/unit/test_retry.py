@@ -13,7 +13,7 @@ from benchmarks.harness import retry
 from benchmarks.hosts.ansible import PlaybookResult, TaskFailure
 from benchmarks.kafka import topics
 from benchmarks.kafka.cluster import ClusterUnreachable
-from benchmarks.record import records
+from benchmarks.record import run_events
 
 
 class FakeClock:
@@ -46,8 +46,8 @@ class Flaky:
         return self.answer
 
 
-def retrier() -> tuple[retry.Retrier, list[records.Event], FakeClock]:
-    events: list[records.Event] = []
+def retrier() -> tuple[retry.Retrier, list[run_events.Event], FakeClock]:
+    events: list[run_events.Event] = []
     clock = FakeClock()
     return retry.Retrier(record=events.append, clock=clock, sleep=clock.sleep), events, clock
 
@@ -62,7 +62,7 @@ def test_a_not_yet_error_is_retried_with_backoff_and_the_wait_recorded(code):
     assert call.calls == 3
     assert clock.slept == [retry.FIRST_BACKOFF_S, retry.FIRST_BACKOFF_S * retry.BACKOFF_FACTOR]
     [event] = events
-    assert isinstance(event, records.RetryWaited)
+    assert isinstance(event, run_events.RetryWaited)
     assert (event.step, event.call, event.attempts, event.errors, event.ok) == (
         "final read", "end offset of t-0", 3, [KafkaError(code).name()], True)
     assert event.waited_s == pytest.approx(0.75)

@@ -24,7 +24,7 @@ from confluent_kafka import KafkaError, KafkaException
 
 from benchmarks.core.connection import Connection
 from benchmarks.harness import final_read as final_read_lib
-from benchmarks.harness import retry, run_state
+from benchmarks.harness import retry, run_end, run_state
 from benchmarks.harness import runner as runner_lib
 from benchmarks.hosts import inventory as inventory_lib
 from benchmarks.hosts.ansible import PlaybookResult, TaskFailure
@@ -104,7 +104,7 @@ class Timeline:
 def doubles(monkeypatch):
     """Install the doubles for a run failing at `step` with `error`; returns (kafka, playbooks)."""
     monkeypatch.setattr(retry, "FIRST_BACKOFF_S", 0.01)
-    monkeypatch.setattr(runner_lib, "HEAL_GRACE_S", 0.0)
+    monkeypatch.setattr(run_end, "HEAL_GRACE_S", 0.0)
     monkeypatch.setattr(cluster, "nodes_not_up", lambda *a, **k: ["broker 0: down"])  # the heal runs start.yml
 
     def install(step: str | None, kafka_error: BaseException | None = None,
@@ -113,14 +113,14 @@ def doubles(monkeypatch):
         playbooks = PlaybookDouble(step, playbook_answer)
 
         def one_call(run: run_state.Run) -> None:
-            run.retrier.call(run.step, f"a call of {run.step}", lambda: kafka.call(run.step), runner_lib.CALL_RETRY_S)
+            run.retrier.call(run.step, f"a call of {run.step}", lambda: kafka.call(run.step), retry.CALL_RETRY_S)
 
         def drive(run: run_state.Run) -> None:
             run.start_ns = time.time_ns()  # the load started: its writes are read back whatever follows
             one_call(run)
 
         def final_read(conn, topic, run_id, ledger_dir, retrier=retry.DEFAULT, **kwargs) -> dict[int, int]:
-            retrier.call("final read", "end offsets", lambda: kafka.call("final read"), runner_lib.CALL_RETRY_S)
+            retrier.call("final read", "end offsets", lambda: kafka.call("final read"), retry.CALL_RETRY_S)
             return {0: 0}
 
         Timeline.kafka = kafka
@@ -129,7 +129,7 @@ def doubles(monkeypatch):
         monkeypatch.setattr(runner_lib, "_warm_up", one_call)
         monkeypatch.setattr(runner_lib, "_drive", drive)
         monkeypatch.setattr(final_read_lib, "read", final_read)
-        monkeypatch.setattr(runner_lib.topics, "delete_topic", lambda conn, topic: kafka.call("delete the topic") == "answer")
+        monkeypatch.setattr(run_end.topics, "delete_topic", lambda conn, topic: kafka.call("delete the topic") == "answer")
         return kafka, playbooks
 
     return install

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from benchmarks.perf import run_phases
-from benchmarks.record import records
+from benchmarks.record import run_events
 from benchmarks.record.event_log import EventLog
 
 
@@ -14,11 +14,11 @@ def write_run(run_dir, seconds):
     run_dir.mkdir(parents=True)
     ticks = iter(int(s * 1e9) for s in seconds)
     log = EventLog(run_dir / "events.jsonl", run_dir.name, clock=lambda: next(ticks))
-    log.write(records.HealBeforeRun())
-    log.write(records.Healed())
-    log.write(records.ProducePathWarm(seconds=1.0, sent=1, acked=1, window_sent=[1], window_acked=[1],
-                                      window_p99_ms=[3.0], settled=True, p50_ms=3.0))
-    log.write(records.FinalReadStart())
+    log.write(run_events.HealBeforeRun())
+    log.write(run_events.Healed())
+    log.write(run_events.ProducePathWarm(seconds=1.0, sent=1, acked=1, window_sent=[1], window_acked=[1],
+                                         window_p99_ms=[3.0], settled=True, p50_ms=3.0))
+    log.write(run_events.FinalReadStart())
 
 
 def test_each_step_is_named_by_the_event_that_ends_it_and_summed_over_the_runs(tmp_path, capsys):

@@ -10,7 +10,7 @@ import pytest
 from pydantic import TypeAdapter
 
 from benchmarks.core.connection import Connection
-from benchmarks.harness import faults, run_state, runner, schedule
+from benchmarks.harness import faults, run_end, run_state, runner, schedule
 from benchmarks.hosts import inventory
 from benchmarks.hosts.ansible import PlaybookResult, ProgressEvent, TaskFailure
 from benchmarks.kafka.cluster import BrokerState, ClusterStatus, PartitionState
@@ -253,7 +253,7 @@ def test_ctrl_c_mid_fault_heals_it(tmp_path, monkeypatch):
     """The load is interrupted while a broker is stopped: the fault is reverted from the journal
     and the producers are killed, whatever else happens."""
     monkeypatch.setattr(runner.cluster, "describe", lambda *args, **kwargs: status())
-    monkeypatch.setattr(runner, "HEAL_GRACE_S", 0.0)  # no process seen here: start.yml at once
+    monkeypatch.setattr(run_end, "HEAL_GRACE_S", 0.0)  # no process seen here: start.yml at once
     scenario = Scenario.model_validate({"name": "ctrl-c", "workload": {"warmup_s": 0, "duration_s": 30},
                                         "faults": [{"kind": "broker-stop", "at_s": 0, "target": {"broker": 2}}]})
     playbooks = RecordingRunner()
@@ -267,7 +267,7 @@ def test_ctrl_c_mid_fault_heals_it(tmp_path, monkeypatch):
         try:
             runner._drive(run)
         finally:
-            runner._heal_after(run)
+            run_end.heal_after(run)
     assert [c[:2] for c in playbooks.calls] == [("faults/broker-stop.yml", "inject"), ("faults/broker-stop.yml", "revert"),
                                                 ("start.yml", None)]
     assert load.killed and journal.outstanding(str(Path(LOCAL_INVENTORY).resolve())) == []
