@@ -18,7 +18,7 @@ import ssl
 from collections.abc import Mapping
 from typing import Protocol
 
-from benchmarks.kafka.kafka_codec import ProtocolError, Reader, Writer
+from .kafka_codec import ProtocolError, Reader, Writer
 
 
 class KafkaConnection(Protocol):

@@ -3,9 +3,10 @@
 KRaft's state lives in requests no client library of ours sends: DescribeQuorum (the active
 controller, its epoch, each voter's log end offset), DescribeTopicPartitions (ISR with the
 Eligible Leader Replicas of KIP-966), DescribeCluster with fenced brokers (KIP-1073) and the
-finalized feature levels ApiVersions carries in its tagged fields. Each is one request and one
-response in Kafka's flexible encoding (compact strings and arrays, tagged fields); the
-layouts are those of the generated message classes of Kafka 4.3 (`*Data.SCHEMAS`). The codec is
+finalized feature levels ApiVersions carries in its tagged fields. Metadata (brokers, ISR) is
+here too, for the hosts' health check (kafka_health), which runs where no client library is
+installed. Each is one request and one response in Kafka's flexible encoding (compact strings
+and arrays, tagged fields); the layouts are those of the generated message classes of Kafka 4.3 (`*Data.SCHEMAS`). The codec is
 tested byte for byte, at every version it speaks, against kafka-python's message classes, which
 are generated from Kafka's JSON schemas (tests/unit/test_kafka_wire.py), and against Kafka's own
 tools on a real cluster (tests/integration/test_kraft.py). It stays ours rather than built on
@@ -21,11 +22,17 @@ import socket
 import struct
 from collections.abc import Mapping
 
-from benchmarks.kafka import kafka_auth
-from benchmarks.kafka.kafka_codec import ProtocolError, Reader, Writer
+from . import kafka_auth
+from .kafka_codec import ProtocolError, Reader, Writer
 
-API_VERSIONS, DESCRIBE_QUORUM, DESCRIBE_CLUSTER, DESCRIBE_TOPIC_PARTITIONS = 18, 55, 60, 75
+METADATA, API_VERSIONS, DESCRIBE_QUORUM, DESCRIBE_CLUSTER, DESCRIBE_TOPIC_PARTITIONS = 3, 18, 55, 60, 75
 METADATA_TOPIC = "__cluster_metadata"
+NOT_LEADER_OR_FOLLOWER = 6
+
+
+class NotLeader(ProtocolError):
+    """The node asked is not the leader of the partition asked of (DescribeQuorum: only the
+    quorum's leader, the active controller, answers it)."""
 
 
 #: metadata.version feature levels and their release names (MetadataVersion of Kafka 4.3).
@@ -88,6 +95,30 @@ class BrokerInfo:
     host: str
     port: int
     fenced: bool
+
+
+@dataclasses.dataclass(frozen=True)
+class TopicMetadata:
+    name: str
+    error: int  # the topic's error code (0: none)
+    internal: bool
+    partitions: tuple[PartitionInfo, ...]  # ELR None: Metadata does not carry it
+
+
+@dataclasses.dataclass(frozen=True)
+class ClusterMetadata:
+    """A node's Metadata answer: the brokers it knows alive (in KRaft: registered and unfenced; in
+    ZooKeeper mode: those the controller told it of), the active controller, every topic."""
+
+    cluster_id: str
+    controller_id: int | None
+    brokers: tuple[BrokerInfo, ...]
+    topics: tuple[TopicMetadata, ...]
+
+    def under_replicated(self) -> list[tuple[str, PartitionInfo]]:
+        """Partitions with fewer in-sync replicas than replicas, as kafka-topics
+        --under-replicated-partitions lists them."""
+        return [(t.name, p) for t in self.topics for p in t.partitions if len(p.isr) < len(p.replicas)]
 
 
 class KafkaConnection:
@@ -205,6 +236,8 @@ class KafkaConnection:
             error = r.int16()
             if version >= 2:
                 r.string()
+            if error == NOT_LEADER_OR_FOLLOWER:
+                raise NotLeader(f"{self.address}: not the leader of the metadata quorum")
             if error:
                 raise ProtocolError(f"{self.address}: DescribeQuorum partition error {error}")
             leader, epoch, hw = r.int32(), r.int32(), r.int64()
@@ -217,6 +250,43 @@ class KafkaConnection:
         if not quorums:
             raise ProtocolError(f"{self.address}: DescribeQuorum answered without the metadata partition")
         return quorums[0]
+
+    def metadata(self) -> ClusterMetadata:
+        """Metadata of every topic, at version 9 to 12 (the flexible ones, Kafka 2.4 and later)."""
+        version = self.version(METADATA, 12)
+        if version < 9:
+            raise ProtocolError(f"{self.address} speaks Metadata up to version {version}, not 9 or later")
+        body = Writer().uvarint(0).int8(0)  # every topic (a null array), no topic auto-created
+        if version <= 10:
+            body.int8(0)  # no cluster authorized operations
+        r = self.request(METADATA, version, body.int8(0).tags())
+        r.int32()
+
+        def broker(r: Reader) -> BrokerInfo:
+            node, host, port, _rack = r.int32(), r.string() or "", r.int32(), r.string()
+            r.tags()
+            return BrokerInfo(node, host, port, False)
+
+        def partition(r: Reader) -> PartitionInfo:
+            _error, index, leader, epoch = r.int16(), r.int32(), r.int32(), r.int32()
+            replicas, isr, offline = _int32s(r), _int32s(r), _int32s(r)
+            r.tags()
+            return PartitionInfo(index, leader if leader >= 0 else None, epoch, tuple(replicas or ()),
+                                 tuple(isr or ()), None, None, tuple(offline or ()))
+
+        def topic(r: Reader) -> TopicMetadata:
+            error, name = r.int16(), r.string() or ""
+            if version >= 10:
+                r.uuid()
+            internal, parts = r.boolean(), r.array(partition) or []
+            r.int32()
+            r.tags()
+            return TopicMetadata(name, error, internal, tuple(sorted(parts, key=lambda p: p.partition)))
+
+        brokers = sorted(r.array(broker) or [], key=lambda b: b.broker_id)
+        cluster_id, controller = r.string() or "", r.int32()
+        topics = sorted(r.array(topic) or [], key=lambda t: t.name)
+        return ClusterMetadata(cluster_id, controller if controller >= 0 else None, tuple(brokers), tuple(topics))
 
     def describe_topic_partitions(self, topic: str) -> list[PartitionInfo]:
         self.version(DESCRIBE_TOPIC_PARTITIONS, 0)

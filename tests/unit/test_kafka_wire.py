@@ -23,12 +23,14 @@ from kafka.protocol.admin.cluster import (
     DescribeQuorumResponse,
 )
 from kafka.protocol.admin.topics import DescribeTopicPartitionsRequest, DescribeTopicPartitionsResponse
+from kafka.protocol.metadata import MetadataRequest, MetadataResponse
 from kafka.protocol.metadata.api_versions import ApiVersionsRequest, ApiVersionsResponse
 
 from benchmarks.kafka import kafka_protocol as kp
 from benchmarks.kafka.kafka_codec import ProtocolError
 
-REQUESTS: dict[int, Any] = {kp.API_VERSIONS: ApiVersionsRequest, kp.DESCRIBE_QUORUM: DescribeQuorumRequest,
+REQUESTS: dict[int, Any] = {kp.METADATA: MetadataRequest, kp.API_VERSIONS: ApiVersionsRequest,
+                            kp.DESCRIBE_QUORUM: DescribeQuorumRequest,
                             kp.DESCRIBE_CLUSTER: DescribeClusterRequest,
                             kp.DESCRIBE_TOPIC_PARTITIONS: DescribeTopicPartitionsRequest}
 
@@ -61,8 +63,8 @@ class Broker:
         self.server.close()
 
 
-def _versions(quorum: int = 2, cluster: int = 2, partitions: int = 0) -> ApiVersionsResponse:
-    keys = {kp.API_VERSIONS: 3, kp.DESCRIBE_QUORUM: quorum, kp.DESCRIBE_CLUSTER: cluster,
+def _versions(quorum: int = 2, cluster: int = 2, partitions: int = 0, metadata: int = 12) -> ApiVersionsResponse:
+    keys = {kp.METADATA: metadata, kp.API_VERSIONS: 3, kp.DESCRIBE_QUORUM: quorum, kp.DESCRIBE_CLUSTER: cluster,
             kp.DESCRIBE_TOPIC_PARTITIONS: partitions}
     finalized = [ApiVersionsResponse.FinalizedFeatureKey(name=name, max_version_level=level, min_version_level=level)
                  for name, level in (("metadata.version", 30), ("eligible.leader.replicas.version", 1))]
@@ -87,7 +89,8 @@ def _talk(answer: Callable[[int, int, Any], Any], ask: Callable[[kp.KafkaConnect
 
 def test_api_versions_is_asked_as_the_schema_says_and_its_finalized_features_are_read_from_their_tagged_field():
     (versions, features), seen = _talk(None, lambda conn: (conn.api_versions(), conn.features))  # type: ignore[arg-type]
-    assert versions == {kp.API_VERSIONS: 3, kp.DESCRIBE_QUORUM: 2, kp.DESCRIBE_CLUSTER: 2, kp.DESCRIBE_TOPIC_PARTITIONS: 0}
+    assert versions == {kp.METADATA: 12, kp.API_VERSIONS: 3, kp.DESCRIBE_QUORUM: 2, kp.DESCRIBE_CLUSTER: 2,
+                        kp.DESCRIBE_TOPIC_PARTITIONS: 0}
     assert features == {"metadata.version": 30, "eligible.leader.replicas.version": 1}
     [(_, version, request, _)] = seen
     assert (version, request.client_software_name, request.client_software_version) == (3, "kafka-bench", "1")
@@ -170,3 +173,37 @@ def test_describe_cluster_at_each_version_asks_for_fenced_brokers_where_it_can(v
         assert request.include_fenced_brokers is True
     assert cluster_id == "c-id"
     assert brokers == [kp.BrokerInfo(n, "127.0.0.1", 9092 + n, version >= 2 and n == 1) for n in (0, 1, 2)]
+
+
+@pytest.mark.parametrize("version", [9, 10, 11, 12])
+def test_metadata_of_every_topic_at_each_flexible_version_reads_brokers_controller_and_isr(version):
+    response = MetadataResponse[version]
+    part = response.MetadataResponseTopic.MetadataResponsePartition
+
+    def answer(api_key: int, v: int, request: Any) -> Any:
+        topics = [response.MetadataResponseTopic(
+            error_code=0, name=name, is_internal=internal,
+            **({"topic_id": uuid.UUID(int=7)} if v >= 10 else {}),
+            partitions=[part(error_code=9 if isr != [0, 1, 2] else 0, partition_index=index, leader_id=leader,
+                             leader_epoch=3, replica_nodes=[0, 1, 2], isr_nodes=isr, offline_replicas=[])
+                        for index, leader, isr in parts])
+            for name, internal, parts in (("purchases", False, [(1, -1, [0, 2]), (0, 0, [0, 1, 2])]),
+                                          ("__consumer_offsets", True, [(0, 2, [0, 1, 2])]))]
+        brokers = [response.MetadataResponseBroker(node_id=n, host="127.0.0.1", port=9092 + n, rack=None)
+                   for n in (2, 0)]
+        return response(throttle_time_ms=0, brokers=brokers, cluster_id="c-id", controller_id=2, topics=topics)
+
+    got, seen = _talk(answer, lambda conn: conn.metadata(), metadata=version)
+    [request] = [r for key, _, r, _ in seen if key == kp.METADATA]
+    assert (request.topics, request.allow_auto_topic_creation, request.include_topic_authorized_operations) == (
+        None, False, False)
+    assert (got.cluster_id, got.controller_id) == ("c-id", 2)
+    assert got.brokers == (kp.BrokerInfo(0, "127.0.0.1", 9092, False), kp.BrokerInfo(2, "127.0.0.1", 9094, False))
+    assert [(t.name, t.internal, [p.partition for p in t.partitions]) for t in got.topics] == [
+        ("__consumer_offsets", True, [0]), ("purchases", False, [0, 1])]
+    assert got.under_replicated() == [("purchases", kp.PartitionInfo(1, None, 3, (0, 1, 2), (0, 2), None, None, ()))]
+
+
+def test_metadata_before_version_9_is_refused_by_name():
+    with pytest.raises(ProtocolError, match="Metadata up to version 8"):
+        _talk(None, lambda conn: conn.metadata(), metadata=8)  # type: ignore[arg-type]

@@ -1,0 +1,1 @@
+../../../../../../benchmarks/kafka/kafka_codec.py
