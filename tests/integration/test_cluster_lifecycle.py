@@ -10,6 +10,7 @@ import os
 import re
 import signal
 import subprocess
+import time
 
 import pytest
 import yaml
@@ -136,6 +137,26 @@ def test_faults_are_injected_and_kafka_bench_heal_reverts_them_all(deployed_clus
     again = run_cli("heal")
     assert again.returncode == 0, again.stderr
     assert "no fault to revert" in again.stderr and "start.yml: 0 change(s)" in again.stderr
+
+
+def test_a_broker_that_cannot_restart_fails_its_deploy_at_once_with_its_log(deployed_cluster, runner):
+    """A heap the JVM refuses, deployed to broker 2 alone: the changed JVM options restart it (they
+    are part of the configuration a node was started with), and the restart fails as soon as the
+    process is gone, its log's last lines in the message, not after the health timeout (180 s);
+    the other brokers stay up. site.yml with the inventory's settings brings broker 2 back."""
+    inv = deployed_cluster
+    started = time.monotonic()
+    result = runner.run("site.yml", LOCAL_INVENTORY, limit="broker2", extravars={"kafka_heap_size": "1k"})
+    took = time.monotonic() - started
+    assert not result.ok
+    [failure] = result.failures
+    assert failure.host == "broker2" and "Too small maximum heap" in failure.message, failure
+    assert took < 90, f"the failed restart took {took:.0f} s to be reported"
+    for broker in (0, 1):
+        assert subprocess.run([inv.broker(broker).ctl, "status"], capture_output=True).returncode == 0
+
+    assert_ok(runner.run("site.yml", LOCAL_INVENTORY, limit="broker2"))
+    wait_for(lambda: cluster.describe(inv).healthy, 120, what="a healthy cluster with broker 2 back")
 
 
 @pytest.mark.long  # check mode on a running cluster is in `make test` on KRaft (test_kraft.py)
