@@ -73,33 +73,37 @@ def test_a_registered_broker_with_every_replica_in_sync_is_healthy(mode):
 ])
 def test_a_broker_missing_from_its_own_metadata_is_not_healthy(mode, problem):
     node = Node(**{"127.0.0.1:9093": _metadata(brokers=(0, 2))})
-    assert kafka_health.node_problems(mode, 1, broker="127.0.0.1:9093", connect=node) == [problem]
+    assert kafka_health.node_problems(mode, 1, broker="127.0.0.1:9093", connect=node) == [
+        kafka_health.Problem(kafka_health.NOT_REGISTERED, problem)]
 
 
 def test_a_broker_registered_with_another_address_is_not_healthy():
     node = Node(**{"10.0.0.5:9093": _metadata()})
     assert kafka_health.node_problems("zookeeper", 1, broker="10.0.0.5:9093", connect=node) == [
-        "broker 1 is registered with 127.0.0.1:9093, not 10.0.0.5:9093"]
+        kafka_health.Problem(kafka_health.OTHER_ADDRESS, "broker 1 is registered with 127.0.0.1:9093, not 10.0.0.5:9093")]
 
 
 def test_under_replicated_partitions_are_named_up_to_ten_then_counted():
     node = Node(**{"127.0.0.1:9093": _metadata(lagging=12)})
-    [problem] = kafka_health.node_problems("kraft", 1, broker="127.0.0.1:9093", connect=node)
+    [found] = kafka_health.node_problems("kraft", 1, broker="127.0.0.1:9093", connect=node)
+    assert found.kind == kafka_health.UNDER_REPLICATED
+    problem = found.text
     assert problem.startswith("under-replicated partitions: purchases-0 (replicas [0, 1, 2], in sync [0, 2]), ")
     assert problem.count("purchases-") == 10 and problem.endswith(" and 2 more")
 
 
 def test_a_broker_that_does_not_answer_says_where_it_was_asked():
     assert kafka_health.node_problems("zookeeper", 1, broker="127.0.0.1:9093", connect=Node()) == [
-        "cannot read the cluster's metadata through 127.0.0.1:9093: "
-        "127.0.0.1:9093 does not answer: [Errno 111] Connection refused"]
+        kafka_health.Problem(kafka_health.UNREACHABLE, "cannot read the cluster's metadata through 127.0.0.1:9093: "
+                             "127.0.0.1:9093 does not answer: [Errno 111] Connection refused")]
 
 
 @pytest.mark.parametrize(("quorum", "problem"), [
     (_quorum(), None),
     (_quorum(observers=(9991,), voters=(9990,)), None),
-    (_quorum(leader=None), "controller 9991: the quorum has no leader"),
-    (_quorum(voters=(9990, 9992)), "controller 9991 is neither a voter nor an observer of the quorum (leader 9990)"),
+    (_quorum(leader=None), kafka_health.Problem(kafka_health.NO_LEADER, "controller 9991: the quorum has no leader")),
+    (_quorum(voters=(9990, 9992)), kafka_health.Problem(
+        kafka_health.NOT_IN_QUORUM, "controller 9991 is neither a voter nor an observer of the quorum (leader 9990)")),
 ])
 def test_a_controller_is_healthy_in_a_led_quorum_it_belongs_to(quorum, problem):
     node = Node(**{"127.0.0.1:9193": quorum})
@@ -115,8 +119,8 @@ def test_a_controller_that_is_not_the_leader_has_the_quorum_asked_of_the_others_
     assert [a for a, _, _ in node.asked] == quorum
     leaderless = Node(**{"127.0.0.1:9193": not_leader, "127.0.0.1:9194": not_leader})
     assert kafka_health.node_problems("kraft", 1, controller="127.0.0.1:9193", quorum=quorum, connect=leaderless) == [
-        "controller 1: the quorum has no leader (no controller answered as its leader; last: "
-        "127.0.0.1:9195 does not answer: [Errno 111] Connection refused)"]
+        kafka_health.Problem(kafka_health.NO_LEADER, "controller 1: the quorum has no leader (no controller answered "
+                             "as its leader; last: 127.0.0.1:9195 does not answer: [Errno 111] Connection refused)")]
 
 
 def test_a_combined_node_is_asked_as_controller_first_then_as_broker():
@@ -124,9 +128,11 @@ def test_a_combined_node_is_asked_as_controller_first_then_as_broker():
     problems = kafka_health.node_problems("kraft", 1, broker="127.0.0.1:9093", controller="127.0.0.1:9193",
                                           connect=node)
     assert [a for a, _, _ in node.asked] == ["127.0.0.1:9193", "127.0.0.1:9093"]
-    assert problems == ["under-replicated partitions: purchases-0 (replicas [0, 1, 2], in sync [0, 2])"]
+    assert problems == [kafka_health.Problem(kafka_health.UNDER_REPLICATED,
+                                             "under-replicated partitions: purchases-0 (replicas [0, 1, 2], in sync [0, 2])")]
     down = Node(**{"127.0.0.1:9093": _metadata()})
     assert kafka_health.node_problems("kraft", 1, broker="127.0.0.1:9093", controller="127.0.0.1:9193",
-                                      connect=down) == [
-        "controller 1 does not answer on 127.0.0.1:9193: 127.0.0.1:9193 does not answer: [Errno 111] Connection refused"]
+                                      connect=down) == [kafka_health.Problem(
+        kafka_health.UNREACHABLE,
+        "controller 1 does not answer on 127.0.0.1:9193: 127.0.0.1:9193 does not answer: [Errno 111] Connection refused")]
     assert [a for a, _, _ in down.asked] == ["127.0.0.1:9193"]

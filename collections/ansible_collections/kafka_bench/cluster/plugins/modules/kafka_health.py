@@ -124,8 +124,9 @@ restart_s:
   returned: always
   type: float
 history:
-  description: What kept the node from being healthy, each kind of problem once, with the seconds
-    since the first check at which it was first seen (under-replicated partitions as one kind).
+  description: What kept the node from being healthy, each kind of problem once (C(kind) - unreachable,
+    no-leader, not-in-quorum, not-registered, other-address, under-replicated), with what it said
+    (C(problem)) and the seconds since the first check (C(at_s)) when it was first seen.
   returned: always
   type: list
   elements: dict
@@ -180,30 +181,27 @@ def main():
         supports_check_mode=True,
     )
     p = module.params
-    changed, restart_s = False, 0.0
+    result = {"changed": False, "healthy": False, "problems": [], "checks": 0, "waited_s": 0.0, "history": [],
+              "restart_s": 0.0}
     if p["restart"]:
         if module.check_mode:
-            module.exit_json(changed=True, healthy=False, problems=[], checks=0, waited_s=0.0)
+            module.exit_json(**dict(result, changed=True))
         begun = time.monotonic()
         rc, out, err = module.run_command([p["ctl"], "restart", "--no-wait"])
-        restart_s = round(time.monotonic() - begun, 3)
+        result.update(restart_s=round(time.monotonic() - begun, 3), changed=True)
         if rc != 0:
-            fail(module, f"the node did not restart: {(out + err).strip()}", rc=rc)
-        changed = True
+            fail(module, f"the node did not restart: {(out + err).strip()}", rc=rc, **result)
     started = time.monotonic()
-    checks, history = 0, []
     while True:
-        checks += 1
-        problems = node_problems(p["mode"], p["node_id"], p["broker"], p["controller"], p["request_timeout"],
-                                 {k: str(v) for k, v in p["client"].items()},
-                                 {k: str(v) for k, v in p["controller_client"].items()}, quorum=p["quorum"])
+        found = node_problems(p["mode"], p["node_id"], p["broker"], p["controller"], p["request_timeout"],
+                              {k: str(v) for k, v in p["client"].items()},
+                              {k: str(v) for k, v in p["controller_client"].items()}, quorum=p["quorum"])
         waited = round(time.monotonic() - started, 3)
-        for problem in problems:
-            kind = problem.split(":")[0] if problem.startswith("under-replicated") else problem
-            if kind not in (h["problem"] for h in history):
-                history.append({"problem": kind, "at_s": waited})
-        result = {"changed": changed, "healthy": not problems, "problems": problems, "checks": checks,
-                  "waited_s": waited, "history": history, "restart_s": restart_s}
+        for problem in found:
+            if problem.kind not in (h["kind"] for h in result["history"]):
+                result["history"].append({"kind": problem.kind, "problem": problem.text, "at_s": waited})
+        problems = [problem.text for problem in found]
+        result.update(healthy=not problems, problems=problems, checks=result["checks"] + 1, waited_s=waited)
         if not problems:
             module.exit_json(**result)
         if p["ctl"]:
@@ -212,7 +210,7 @@ def main():
                 fail(module, f"the node's process stopped while it was waited for: {out.strip()}; "
                              f"last check: {'; '.join(problems)}", **result)
         if waited + p["interval"] > p["timeout"]:
-            fail(module, f"{'restarted, but ' if changed else ''}not healthy after {waited:.0f} s: "
+            fail(module, f"{'restarted, but ' if result['changed'] else ''}not healthy after {waited:.0f} s: "
                          f"{'; '.join(problems)}", **result)
         time.sleep(p["interval"])
 
