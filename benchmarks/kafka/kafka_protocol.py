@@ -6,8 +6,8 @@ Eligible Leader Replicas of KIP-966), DescribeCluster with fenced brokers (KIP-1
 finalized feature levels ApiVersions carries in its tagged fields. Metadata (brokers, ISR) is
 here too, for the hosts' health check (kafka_health), which runs where no client library is
 installed. Each is one request and one response in Kafka's flexible encoding (compact strings
-and arrays, tagged fields); the layouts are those of the generated message classes of Kafka 4.3 (`*Data.SCHEMAS`). The codec is
-tested byte for byte, at every version it speaks, against kafka-python's message classes, which
+and arrays, tagged fields); the layouts are those of the generated message classes of Kafka 4.3
+(`*Data.SCHEMAS`). The codec is tested byte for byte, at every version it speaks, against kafka-python's message classes, which
 are generated from Kafka's JSON schemas (tests/unit/test_kafka_wire.py), and against Kafka's own
 tools on a real cluster (tests/integration/test_kraft.py). It stays ours rather than built on
 those classes: they would add a runtime dependency and about 130 ms to every process's imports
@@ -52,6 +52,15 @@ def feature_level_name(feature: str, level: int) -> str:
 
 def _int32s(r: Reader) -> list[int] | None:
     return r.array(lambda r: r.int32())
+
+
+def _broker(r: Reader, with_fenced: bool) -> BrokerInfo:
+    """A broker as DescribeCluster and Metadata list it: id, host, port, rack (not kept), fenced
+    where the version carries it, tagged fields."""
+    node, host, port, _rack = r.int32(), r.string() or "", r.int32(), r.string()
+    fenced = r.boolean() if with_fenced else False
+    r.tags()
+    return BrokerInfo(node, host, port, fenced)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -262,11 +271,6 @@ class KafkaConnection:
         r = self.request(METADATA, version, body.int8(0).tags())
         r.int32()
 
-        def broker(r: Reader) -> BrokerInfo:
-            node, host, port, _rack = r.int32(), r.string() or "", r.int32(), r.string()
-            r.tags()
-            return BrokerInfo(node, host, port, False)
-
         def partition(r: Reader) -> PartitionInfo:
             _error, index, leader, epoch = r.int16(), r.int32(), r.int32(), r.int32()
             replicas, isr, offline = _int32s(r), _int32s(r), _int32s(r)
@@ -283,7 +287,7 @@ class KafkaConnection:
             r.tags()
             return TopicMetadata(name, error, internal, tuple(sorted(parts, key=lambda p: p.partition)))
 
-        brokers = sorted(r.array(broker) or [], key=lambda b: b.broker_id)
+        brokers = sorted(r.array(lambda r: _broker(r, with_fenced=False)) or [], key=lambda b: b.broker_id)
         cluster_id, controller = r.string() or "", r.int32()
         topics = sorted(r.array(topic) or [], key=lambda t: t.name)
         return ClusterMetadata(cluster_id, controller if controller >= 0 else None, tuple(brokers), tuple(topics))
@@ -336,13 +340,8 @@ class KafkaConnection:
         cluster_id = r.string() or ""
         r.int32()
 
-        def broker(r: Reader) -> BrokerInfo:
-            node, host, port, _rack = r.int32(), r.string() or "", r.int32(), r.string()
-            fenced = r.boolean() if version >= 2 else False
-            r.tags()
-            return BrokerInfo(node, host, port, fenced)
-
-        return cluster_id, sorted(r.array(broker) or [], key=lambda b: b.broker_id)
+        return cluster_id, sorted(r.array(lambda r: _broker(r, with_fenced=version >= 2)) or [],
+                                  key=lambda b: b.broker_id)
 
 
 def first_answering(addresses: list[str], timeout: float = 2.0,
