@@ -76,6 +76,23 @@ def verdict(row: RunRow, peers: list[RunRow]) -> tuple[str, str]:
         severity = "warn" if severity == "good" else severity
     else:
         severity = _loss_said(row, parts, severity)
+    severity = _refusals_said(row, parts, severity)
+    if row.duplicates:
+        parts.append(_plural(row.duplicates, "duplicate"))
+    if row.lag_max is not None:
+        told, odd = consumers_said(row)
+        parts.append(told)
+        severity = "warn" if odd and severity == "good" else severity
+    if row.txn_committed is not None:
+        told, broken = transactions_said(row)
+        parts.append(told)
+        severity = "bad" if broken else severity
+    parts += _against_peers(row, peers) + _faults_said(row)
+    return "; ".join(parts), severity
+
+
+def _refusals_said(row: RunRow, parts: list[str], severity: str) -> str:
+    """The sends refused or unconfirmed and what was behind them, added to `parts`; the severity it leaves."""
     refused = row.failed + row.indeterminate
     aborted = row.txn_failed_sends or 0  # messages of transactions that did not commit: purged, as they should
     if refused:
@@ -94,16 +111,13 @@ def verdict(row: RunRow, peers: list[RunRow]) -> tuple[str, str]:
         # Refused writes are the point of a negative control's faults, not a warning of its own; nor
         # are the sends of a transaction that was aborted.
         severity = "warn" if severity == "good" and not row.expect_loss and refused > aborted else severity
-    if row.duplicates:
-        parts.append(_plural(row.duplicates, "duplicate"))
-    if row.lag_max is not None:
-        told, odd = consumers_said(row)
-        parts.append(told)
-        severity = "warn" if odd and severity == "good" else severity
-    if row.txn_committed is not None:
-        told, broken = transactions_said(row)
-        parts.append(told)
-        severity = "bad" if broken else severity
+    return severity
+
+
+def _against_peers(row: RunRow, peers: list[RunRow]) -> list[str]:
+    """How `row` compares with the runs of its sweep that had the same faults: less throughput than the
+    fastest, or else a p99 above the quickest's (nothing when it is within the margins)."""
+    parts: list[str] = []
     same = [p for p in peers if p.fault == row.fault and p.run_id != row.run_id]
     rate = row.throughput_msgs_s or 0.0
     fastest = max(same, key=lambda p: p.throughput_msgs_s or 0.0, default=None)
@@ -118,6 +132,12 @@ def verdict(row: RunRow, peers: list[RunRow]) -> tuple[str, str]:
         if quickest and p99 is not None and (best := quickest.latency_p99_ms or 0.0) > 0 and p99 > LATENCY_MARGIN * best:
             parts.append(f"p99 latency {p99 / best:.1f}x that of "
                          f"{describe_difference(row, quickest)} ({p99:,.0f} ms vs {best:,.0f} ms)")
+    return parts
+
+
+def _faults_said(row: RunRow) -> list[str]:
+    """What the run's faults cost: time without acks, a leaderless partition, the new leader and ELR."""
+    parts: list[str] = []
     if row.fault_schedule:
         faults = [f"{f['kind']} ({f['target']})" if f["target"] else f["kind"] for f in row.fault_schedule]
         during = faults[0] if len(faults) == 1 else ", ".join(faults[:-1]) + " and " + faults[-1]
@@ -129,7 +149,7 @@ def verdict(row: RunRow, peers: list[RunRow]) -> tuple[str, str]:
             origins = [ORIGIN.get(o, o) for o in (row.new_leader_from or "").split(",") if o]
             parts.append(f"new leader after {row.new_leader_s:.1f} s" + (f" ({' and '.join(origins)})" if origins else ""))
         parts += _elr_explained(row)
-    return "; ".join(parts), severity
+    return parts
 
 
 def consumers_said(row: RunRow) -> tuple[str, bool]:
