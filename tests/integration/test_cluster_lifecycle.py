@@ -1,6 +1,7 @@
 """The local cluster from deploy to teardown, with the seed labs' checks (000, 002).
 
-The tests run in file order and share one cluster: deploy, use, break, heal, re-run, tear down.
+The tests share one cluster: deploy, use, break, heal, re-run, tear down. Each asks for the state
+it needs (the deployed cluster, seed 000's topic), so any one of them runs alone.
 """
 
 from __future__ import annotations
@@ -42,10 +43,17 @@ def test_deploy_gives_a_healthy_three_broker_cluster(deployed_cluster):
     assert listening_ports() >= CLUSTER_PORTS
 
 
-def test_purchases_topic_is_replicated_and_round_trips(deployed_cluster):
+@pytest.fixture(scope="module")
+def purchases(deployed_cluster) -> smoke.SmokeResult:
+    """Seed 000's topic, for the tests that read it: purchases with RF 3 and 3 partitions, 500
+    messages written and read back."""
+    return smoke.run_smoke(deployed_cluster.connection(), "purchases", partitions=3, replication_factor=3,
+                           messages=500)
+
+
+def test_purchases_topic_is_replicated_and_round_trips(deployed_cluster, purchases):
     """Seed 000: purchases with RF 3 and 3 partitions; produce, consume, all replicas in sync."""
-    result = smoke.run_smoke(deployed_cluster.connection(), "purchases", partitions=3,
-                             replication_factor=3, messages=500)
+    result = purchases
     assert result.ok, result
     assert (result.sent, result.acked, result.consumed, result.missing) == (500, 500, 500, [])
     parts = cluster.describe(deployed_cluster).topic("purchases")
@@ -56,7 +64,7 @@ def test_purchases_topic_is_replicated_and_round_trips(deployed_cluster):
         assert p.leader in p.replicas
 
 
-def test_status_command_shows_partitions_as_json(deployed_cluster):
+def test_status_command_shows_partitions_as_json(deployed_cluster, purchases):
     proc = run_cli("cluster", "status", "--json")
     assert proc.returncode == 0, proc.stderr
     doc = json.loads(proc.stdout)
@@ -66,7 +74,7 @@ def test_status_command_shows_partitions_as_json(deployed_cluster):
     assert doc["controller"] in (0, 1, 2)
 
 
-def test_kill_9_moves_leadership_and_restart_restores_isr(deployed_cluster, runner):
+def test_kill_9_moves_leadership_and_restart_restores_isr(deployed_cluster, purchases, runner):
     """Seed 002: kill -9 a broker; the partitions it led get new leaders and the ISR shrinks;
     restart it: the ISR recovers and the preferred leaders can be restored."""
     inv = deployed_cluster
@@ -174,7 +182,8 @@ def test_a_second_cluster_up_changes_nothing_and_reports_healthy(deployed_cluste
 
 
 @pytest.mark.long
-def test_a_broker_replaced_by_a_new_host_with_a_new_id_hands_it_every_replica(deployed_cluster, runner, tmp_path):
+def test_a_broker_replaced_by_a_new_host_with_a_new_id_hands_it_every_replica(deployed_cluster, purchases, runner,
+                                                                             tmp_path):
     """The inventory gains broker3 (the new machine, id 3, port 9095); replace-broker.yml deploys it,
     moves every replica of broker 2 onto it (2's place in each replica list, so the preferred
     leadership too), stops broker 2 and elects the preferred leaders; no message is lost, and a
