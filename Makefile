@@ -154,10 +154,10 @@ test: install test-deps
 
 ## Everything `make test` runs and the long checks besides (marked `long`): the ZooKeeper -> KRaft
 ## migration and its rollback, the upgrade to 4.3.1 from 4.2.1 (followed by the throttled
-## reassignment; `make test` upgrades from 3.9.2), the broker replaced by a new id, the KRaft rolling restart, active-controller kill, leader kill (and its
+## reassignment; `make test` upgrades from 3.9.2), the broker replaced by a new id, the KRaft active-controller kill, leader kill (and its
 ## comparison with ZooKeeper) and unclean election with ELR on, the acks=1-below-min-ISR,
 ## refused-write (seed 004), consumer-failover, runner-SIGKILL and check-mode runs on ZooKeeper,
-## the Apache archive's wrong checksum and the local archive, the secured ZooKeeper cluster, the
+## the Apache archive's wrong checksum, the secured ZooKeeper cluster, the
 ## perf loops, the labs' second deploys, the lab's ZooKeeper ensemble and rolling restart. About
 ## 2.5 hours here.
 test-full: install test-deps

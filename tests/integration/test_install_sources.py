@@ -102,7 +102,6 @@ def test_apache_archive_with_a_wrong_checksum_is_refused(runner, target, mirror,
     assert not (tmp_path / f"{HOME}.tgz").exists()
 
 
-@pytest.mark.long
 def test_local_archive_install(runner, target, mirror, maven_install, tmp_path):
     archive = mirror / "kafka" / "3.9.2" / f"{HOME}.tgz"
     checksum = "sha512:" + hashlib.sha512(archive.read_bytes()).hexdigest()

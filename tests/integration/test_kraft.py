@@ -301,7 +301,6 @@ def test_negative_controls_still_lose_writes_with_elr_on(kraft, runner, tmp_path
     print(f"\n{control}, ELR on: {run.verdict}")
 
 
-@pytest.mark.long
 def test_rolling_restart_takes_the_quorum_leader_last(kraft, runner):
     leader = cluster.kraft_state(kraft, []).leader
     pids_before = {n: p for n, p in service_pids().items() if n.startswith("kafka-bench-kraft-")}
