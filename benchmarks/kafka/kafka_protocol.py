@@ -7,9 +7,10 @@ finalized feature levels ApiVersions carries in its tagged fields. Metadata (bro
 here too, for the hosts' health check (kafka_health), which runs where no client library is
 installed. Each is one request and one response in Kafka's flexible encoding (compact strings
 and arrays, tagged fields); the layouts are those of the generated message classes of Kafka 4.3
-(`*Data.SCHEMAS`). The codec is tested byte for byte, at every version it speaks, against kafka-python's message classes, which
-are generated from Kafka's JSON schemas (tests/unit/test_kafka_wire.py), and against Kafka's own
-tools on a real cluster (tests/integration/test_kraft.py). It stays ours rather than built on
+(`*Data.SCHEMAS`). The codec is tested byte for byte, at every version it speaks, against
+kafka-python's message classes, which are generated from Kafka's JSON schemas
+(tests/unit/test_kafka_wire.py), and against Kafka's own tools on a real cluster
+(tests/integration/test_kraft.py). It stays ours rather than built on
 those classes: they would add a runtime dependency and about 130 ms to every process's imports
 (measured beside this module's ~60 ms), for the 150-odd lines that write and read these bodies;
 the connection, TLS, SASL and per-node timeouts would stay ours either way.

@@ -53,9 +53,8 @@ def purchases(deployed_cluster) -> smoke.SmokeResult:
 
 def test_purchases_topic_is_replicated_and_round_trips(deployed_cluster, purchases):
     """Seed 000: purchases with RF 3 and 3 partitions; produce, consume, all replicas in sync."""
-    result = purchases
-    assert result.ok, result
-    assert (result.sent, result.acked, result.consumed, result.missing) == (500, 500, 500, [])
+    assert purchases.ok, purchases
+    assert (purchases.sent, purchases.acked, purchases.consumed, purchases.missing) == (500, 500, 500, [])
     parts = cluster.describe(deployed_cluster).topic("purchases")
     assert [p.partition for p in parts] == [0, 1, 2]
     for p in parts:
