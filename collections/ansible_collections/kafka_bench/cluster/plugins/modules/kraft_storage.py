@@ -1,7 +1,7 @@
 #!/usr/bin/python
 # -*- coding: utf-8 -*-
-"""Read a Kafka node's storage identity (meta.properties), the ZooKeeper-to-KRaft migration phase
-and the Kafka release recorded on it, and propose fresh ids."""
+"""Read a Kafka node's storage identity (meta.properties), the ZooKeeper-to-KRaft migration phase,
+the Kafka release and the configuration recorded on it, and propose fresh ids."""
 
 from __future__ import annotations
 
@@ -18,6 +18,8 @@ description:
     C(playbooks/migrate-to-kraft.yml) recorded on the node.
   - Reads O(release_path) when given and present, the Kafka release the node was last started on
     (written by the kafka role when it starts or restarts the node; C(playbooks/upgrade.yml) reads it).
+  - Reads O(applied_path) when given and present, the checksums of the configuration the node was
+    last started with (written by the kafka role beside the release).
   - Also returns a fresh cluster id and directory id, generated the way Kafka's
     C(Uuid.randomUuid()) does (16 random bytes, URL-safe base64 without padding, never starting
     with C(-)), for a cluster or a controller formatted for the first time.
@@ -33,6 +35,10 @@ options:
     required: false
   release_path:
     description: The file holding the Kafka release the node was last started on (one word); none when absent.
+    type: path
+    required: false
+  applied_path:
+    description: The file holding the checksums of the configuration the node was last started with; none when absent.
     type: path
     required: false
 author: kafka-bench developers
@@ -74,6 +80,10 @@ release:
   description: The Kafka release recorded on the node (for example C(3.9.2)), empty when nothing is recorded.
   returned: always
   type: str
+applied:
+  description: The checksums of the configuration the node was last started with, empty when nothing is recorded.
+  returned: always
+  type: str
 new_cluster_id:
   description: A fresh cluster id, for a cluster none of whose nodes is formatted.
   returned: always
@@ -112,7 +122,7 @@ def read_properties(path):
 
 
 def read_word(path):
-    """The content of a one-word state file, empty when there is none."""
+    """The content of a one-line state file, empty when there is none."""
     if not path or not os.path.exists(path):
         return ""
     with open(path, encoding="utf-8") as handle:
@@ -122,12 +132,14 @@ def read_word(path):
 def main():
     module = AnsibleModule(argument_spec=dict(path=dict(type="path", required=True),
                                               migration_phase_path=dict(type="path", required=False),
-                                              release_path=dict(type="path", required=False)),
+                                              release_path=dict(type="path", required=False),
+                                              applied_path=dict(type="path", required=False)),
                            supports_check_mode=True)
     path = module.params["path"]
     phase_path = module.params["migration_phase_path"]
     phase = read_word(phase_path) or "none"
     release = read_word(module.params["release_path"])
+    applied = read_word(module.params["applied_path"])
     values = {}
     if os.path.exists(path):
         try:
@@ -137,7 +149,7 @@ def main():
     module.exit_json(changed=False, formatted=os.path.exists(path), cluster_id=values.get("cluster.id", ""),
                      node_id=values.get("node.id", values.get("broker.id", "")),
                      directory_id=values.get("directory.id", ""), version=values.get("version", ""),
-                     migration_phase=phase, release=release,
+                     migration_phase=phase, release=release, applied=applied,
                      new_cluster_id=random_kafka_uuid(), new_directory_id=random_kafka_uuid())
 
 
