@@ -107,3 +107,10 @@ def test_an_existing_directory_gets_the_mode_asked_for_and_check_mode_creates_no
     assert oct(data.stat().st_mode & 0o777) == "0o755"
     assert run(tmp_path, [], directories=[{"path": str(data), "mode": "0750"}])["changed"] is True
     assert oct(data.stat().st_mode & 0o777) == "0o750"
+
+
+def test_an_empty_path_is_refused_before_anything_is_written(tmp_path):
+    written = tmp_path / "kafka-release"
+    result = run(tmp_path, [{"path": str(written), "content": "3.9.2\n"}], directories=[{"path": ""}])
+    assert result["failed"] is True and "a directory's path is empty" in result["msg"]
+    assert not written.exists()

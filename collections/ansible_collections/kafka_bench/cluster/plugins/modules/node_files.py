@@ -144,6 +144,8 @@ def attributes(path, mode, owner, group):
 def ensure_directory(module, spec):
     """Whether the directory was created (with any parent missing) or its attributes set, or would
     be in check mode. The attributes go on the directory and on the parents created."""
+    if not spec["path"]:
+        module.fail_json(msg="node_files: a directory's path is empty")
     missing, path = [], spec["path"]
     while path and not os.path.isdir(path):
         missing.append(path)
@@ -161,6 +163,8 @@ def ensure_directory(module, spec):
 
 def write_one(module, spec):
     path, data = spec["path"], to_bytes(spec["content"], errors="surrogate_or_strict")
+    if not path:
+        module.fail_json(msg="node_files: a file's path is empty")
     before = current_bytes(path)
     if before is None and not os.path.isdir(os.path.dirname(path) or ".") and not module.check_mode:
         module.fail_json(msg="node_files: the directory of %s does not exist" % path)
