@@ -5,6 +5,7 @@ a local archive on the controller. Tampered checksums are refused and leave noth
 from __future__ import annotations
 
 import hashlib
+import shutil
 import tarfile
 from pathlib import Path
 
@@ -70,6 +71,19 @@ def test_maven_install_holds_the_pinned_jars(maven_install):
     for artifact in pinned:
         data = (maven_install / "libs" / f"{artifact['artifact']}-{artifact['version']}.jar").read_bytes()
         assert hashlib.sha256(data).hexdigest() == artifact["sha256"]
+
+
+def test_jars_through_the_controller_come_back_after_a_teardown(runner, target, maven_install, tmp_path):
+    """Hosts without a route to the repository get the jars as one archive copied from the
+    controller, kept beside the installation; a teardown removes the installation, not the archive,
+    and the next deploy must unpack the jars again although the copy has nothing to change."""
+    extravars = {"kafka_install_source": "maven", "kafka_fetch_on_controller": True,
+                 "kafka_install_root": str(tmp_path), "kafka_download_cache_dir": str(CACHE)}
+    assert_ok(runner.run(PLAYBOOK, target, extravars=extravars))
+    assert jars(tmp_path / HOME) == jars(maven_install)
+    shutil.rmtree(tmp_path / HOME)  # what playbooks/teardown.yml removes
+    assert_ok(runner.run(PLAYBOOK, target, extravars=extravars))
+    assert jars(tmp_path / HOME) == jars(maven_install)
 
 
 def test_maven_install_refuses_a_tampered_checksum(runner, target, tmp_path):
