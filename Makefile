@@ -140,8 +140,9 @@ perf-deps:
 	$(call apt-install,$(PERF_PACKAGES),test -f /usr/include/librdkafka/rdkafka.h,the C reference loop)
 
 ## The tests: unit, tools and lint, Spark analysis, the local clusters (ZooKeeper and KRaft) with the
-## main job (`kafka-bench run seeds --quick`) on the first, install sources, the 3.9.2 -> 4.3.1
-## upgrade under load and a reassignment, each role's Molecule scenario, then the multi-host labs (ZooKeeper, also through cp-ansible's layout, and KRaft);
+## main job (`kafka-bench run seeds --quick`) and a broker replaced by a new id on the first,
+## install sources, the 3.9.2 -> 4.3.1 upgrade under load and a reassignment, each role's Molecule
+## scenario, then the multi-host labs (ZooKeeper, also through cp-ansible's layout, and KRaft);
 ## the long end-to-end checks (marked `long`) are left to `make test-full`.
 ## Every Debian package a test uses is installed first: a test never skips for a missing one.
 ## At the end, where the time went: per tier, per module, the slowest tests (.test-times/).
@@ -154,7 +155,7 @@ test: install test-deps
 
 ## Everything `make test` runs and the long checks besides (marked `long`): the ZooKeeper -> KRaft
 ## migration and its rollback, the upgrade to 4.3.1 from 4.2.1 (followed by the throttled
-## reassignment; `make test` upgrades from 3.9.2), the broker replaced by a new id, the KRaft active-controller kill, leader kill (and its
+## reassignment; `make test` upgrades from 3.9.2), the KRaft active-controller kill, leader kill (and its
 ## comparison with ZooKeeper) and unclean election with ELR on, the acks=1-below-min-ISR,
 ## refused-write (seed 004), consumer-failover, runner-SIGKILL and check-mode runs on ZooKeeper,
 ## the Apache archive's wrong checksum, the secured ZooKeeper cluster, the

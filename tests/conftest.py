@@ -79,15 +79,18 @@ LOCAL_CLUSTER_MODULES = ("test_cluster_lifecycle.py", "test_runner.py", "test_ma
 
 def pytest_collection_modifyitems(config, items):
     """The local ZooKeeper cluster is deployed once: the modules that use it run one after the
-    other, and its teardown test (marked `teardown`) after all of them, before the modules of the
-    other clusters (they take the same ports). Every other test keeps its place."""
+    other, the tests that change it for good (marked `changes_cluster`) after the others, and its
+    teardown test (marked `teardown`) after all of them, before the modules of the other clusters
+    (they take the same ports). Every other test keeps its place."""
     local = [item for item in items if item.path.name in LOCAL_CLUSTER_MODULES]
     if not local:
         return
     first = items.index(local[0])
     others = [item for item in items if item.path.name not in LOCAL_CLUSTER_MODULES]
     teardown = [item for item in local if item.get_closest_marker("teardown")]
-    items[:] = others[:first] + [item for item in local if item not in teardown] + teardown + others[first:]
+    changes = [item for item in local if item.get_closest_marker("changes_cluster") and item not in teardown]
+    keeps = [item for item in local if item not in teardown and item not in changes]
+    items[:] = others[:first] + keeps + changes + teardown + others[first:]
 
 
 @pytest.fixture(scope="session")

@@ -180,7 +180,7 @@ def test_a_second_cluster_up_changes_nothing_and_reports_healthy(deployed_cluste
     assert "healthy: 3 brokers" in proc.stdout
 
 
-@pytest.mark.long
+@pytest.mark.changes_cluster  # broker 2 stays stopped: after every other test on the cluster
 def test_a_broker_replaced_by_a_new_host_with_a_new_id_hands_it_every_replica(deployed_cluster, purchases, runner,
                                                                              tmp_path):
     """The inventory gains broker3 (the new machine, id 3, port 9095); replace-broker.yml deploys it,
