@@ -5,6 +5,7 @@ topic read back, the logs and the ledgers collected, the run's topic deleted
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import time
 from collections.abc import Callable
@@ -46,12 +47,14 @@ def heal(run: Run, grace_s: float = 0.0) -> None:
     # Services on hosts of their own are seen through their control scripts over SSH: a healthy
     # cluster of remote hosts is healed without start.yml's minute too.
     processes = host_probe.process_state_probe(run.inventory, run.remote)
+    # A finalized migration stopped ZooKeeper for good: its servers are not waited for.
+    seen = dataclasses.replace(run.inventory, zookeepers=()) if run.steps and run.steps.zookeeper_retired else run.inventory
 
     def not_up() -> list[str]:
         found: list[str] = []
 
         def every_node_up() -> bool:
-            found[:] = cluster.nodes_not_up(run.inventory, run.conn, process_probe=processes)
+            found[:] = cluster.nodes_not_up(seen, run.conn, process_probe=processes)
             return not found
         with contextlib.suppress(WaitTimeout):
             wait_until(every_node_up, grace_s, interval_s=1.0, what="every node to be up")

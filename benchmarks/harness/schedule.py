@@ -157,6 +157,7 @@ class Controller:
         self.records: dict[int, FaultRecord] = {}
         self.active: dict[str, FaultRecord] = {}  # acted, not yet healed
         self.playing: dict[str, str] = {}  # procedure id -> "name: the play it is in", while it runs
+        self.zookeeper_retired = False  # a procedure that stops ZooKeeper for good succeeded
         self.fault_log: list[records.AppliedFault] = []
         self._skipped = self._missed = 0
         self.invalid: list[str] = []
@@ -381,5 +382,6 @@ class Controller:
         self.events.write(run_events.ProcedureEnd(
             procedure_id=procedure_id, ok=result.ok, elapsed_s=result.elapsed_s, changed=result.count("changed"),
             failures=[f"{f.host}: {f.task}: {f.message}" for f in result.failures]))
+        self.zookeeper_retired |= result.ok and procedure.retires_zookeeper
         if not result.ok:
             raise ProcedureError(f"{procedure.playbook_file} failed:\n{summarize_failures(result.failures)}")

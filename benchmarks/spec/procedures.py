@@ -30,6 +30,9 @@ class ProcedureSpec(Strict):
     playbook_file: ClassVar[str]  # under playbooks/
     modes: ClassVar[frozenset[str]]  # the metadata modes of the clusters it applies to
     summary: ClassVar[str]
+    # It leaves the cluster's ZooKeeper stopped for good when it succeeds: the heal after the run
+    # then neither waits for ZooKeeper nor starts it (start.yml would leave it stopped anyway).
+    retires_zookeeper: ClassVar[bool] = False
 
     playbook: str  # the procedure's name (each class narrows it to its own, the union's tag)
     at_s: Annotated[float, Field(ge=0)]  # seconds into the measured phase (scaled by --quick)
@@ -67,6 +70,7 @@ class MigrateToKraft(ProcedureSpec):
     playbook_file = "migrate-to-kraft.yml"
     modes = frozenset({"zookeeper"})
     summary = "ZooKeeper -> KRaft migration of a Kafka 3.9 cluster, finalized"
+    retires_zookeeper = True
 
     playbook: Literal["migrate-to-kraft"]
 

@@ -17,19 +17,21 @@ import json
 import os
 import time
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
 from confluent_kafka import KafkaError, KafkaException
 
 from benchmarks.core.connection import Connection
+from benchmarks.harness import faults, retry, run_end, run_state
 from benchmarks.harness import final_read as final_read_lib
-from benchmarks.harness import retry, run_end, run_state
 from benchmarks.harness import runner as runner_lib
 from benchmarks.hosts import inventory as inventory_lib
 from benchmarks.hosts.ansible import PlaybookResult, TaskFailure
 from benchmarks.kafka import cluster
-from benchmarks.record import records
+from benchmarks.record import records, run_events
+from benchmarks.record.event_log import EventLog
 from benchmarks.spec import scenario as sc
 from tests.conftest import LOCAL_INVENTORY
 
@@ -243,3 +245,31 @@ def test_any_other_error_at_any_step_fails_that_run_only(doubles, tmp_path, step
     # What its load wrote was read back, unless the failure kept the final read from ending.
     assert summary.checked is (loaded and step != "final read")
     assert bool(named(events, "final-read-end")) is summary.checked
+
+
+@pytest.mark.parametrize("retired", [False, True])
+def test_the_heal_after_a_finalized_migration_neither_waits_for_zookeeper_nor_starts_it(monkeypatch, tmp_path, retired):
+    """A migration that ended finalized stopped ZooKeeper for good (start.yml leaves it stopped):
+    the heal looks at the brokers only, and a cluster whose brokers run is healed without start.yml.
+    Before that, a stopped ZooKeeper is a node down: start.yml runs."""
+    migration = inventory_lib.load(LOCAL_INVENTORY.parent / "local-migration")
+    assert migration.zookeepers
+    asked: list[tuple[str, ...]] = []
+
+    def not_up(inventory, conn=None, process_probe=None):
+        asked.append(tuple(z.name for z in inventory.zookeepers))
+        return [f"ZooKeeper {z.name}: its process is stopped" for z in inventory.zookeepers]
+
+    monkeypatch.setattr(cluster, "nodes_not_up", not_up)
+    playbooks = PlaybookDouble(None, None)
+    events = EventLog(tmp_path / "events.jsonl")
+    run = SimpleNamespace(inventory=migration, inventory_path=migration.path, remote=None, conn=Connection("127.0.0.1:1"),
+                          runner=playbooks, journal=faults.Journal(tmp_path / "journal.jsonl"), events=events,
+                          steps=SimpleNamespace(zookeeper_retired=retired))
+    run_end.heal(run)
+    [healed] = [e for e in events.read() if isinstance(e, run_events.Healed)]
+    if retired:
+        assert asked == [()] and playbooks.played == [] and not healed.start_playbook
+    else:
+        assert asked == [tuple(z.name for z in migration.zookeepers)] and playbooks.played == ["start.yml"]
+        assert healed.not_up == [f"ZooKeeper {z.name}: its process is stopped" for z in migration.zookeepers]

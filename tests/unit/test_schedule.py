@@ -329,6 +329,15 @@ def test_a_procedure_runs_its_playbook_at_its_time_and_records_each_play():
     assert not steps.invalid and not steps.pending()
 
 
+@pytest.mark.parametrize(("playbook", "ok", "retired"), [("migrate-to-kraft", True, True), ("migrate-to-kraft", False, False),
+                                                        ("rolling-restart", True, False)])
+def test_only_a_finalized_migration_retires_zookeeper(playbook, ok, retired):
+    steps, _, spawned = procedure_controller(FakePlaybooks(["Finalize"], ok=ok), [{"playbook": playbook, "at_s": 1}])
+    steps.start_due(START + 3 * S)
+    spawned[0].finish()
+    assert steps.zookeeper_retired is retired
+
+
 def test_a_procedure_that_fails_invalidates_the_run_naming_the_task():
     steps, events, spawned = procedure_controller(FakePlaybooks(["Roll the brokers"], ok=False),
                                                   [{"playbook": "rolling-restart", "at_s": 1}])
