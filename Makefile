@@ -141,7 +141,8 @@ perf-deps:
 
 ## The tests: unit, tools and lint, Spark analysis, the local clusters (ZooKeeper and KRaft) with the
 ## main job (`kafka-bench run seeds --quick`) and a broker replaced by a new id on the first,
-## install sources, the 3.9.2 -> 4.3.1 upgrade under load and a reassignment, each role's Molecule
+## install sources, the ZooKeeper -> KRaft migration (killed mid-roll, resumed, rolled back, then
+## again under load), the 3.9.2 -> 4.3.1 upgrade under load and a reassignment, each role's Molecule
 ## scenario, then the multi-host labs (ZooKeeper, also through cp-ansible's layout, and KRaft);
 ## the long end-to-end checks (marked `long`) are left to `make test-full`.
 ## Every Debian package a test uses is installed first: a test never skips for a missing one.
@@ -153,8 +154,7 @@ test: install test-deps
 	$(MAKE) test-lab LAB_PYTEST_ARGS=--junitxml=$(TEST_TIMES)/lab.xml
 	$(BIN)/python -m benchmarks.perf.ci_times $(TEST_TIMES)/*.xml
 
-## Everything `make test` runs and the long checks besides (marked `long`): the ZooKeeper -> KRaft
-## migration and its rollback, the upgrade to 4.3.1 from 4.2.1 (followed by the throttled
+## Everything `make test` runs and the long checks besides (marked `long`): the upgrade to 4.3.1 from 4.2.1 (followed by the throttled
 ## reassignment; `make test` upgrades from 3.9.2), the KRaft active-controller kill, leader kill (and its
 ## comparison with ZooKeeper) and unclean election with ELR on, the acks=1-below-min-ISR,
 ## refused-write (seed 004), consumer-failover, runner-SIGKILL and check-mode runs on ZooKeeper,

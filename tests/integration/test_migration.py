@@ -31,7 +31,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from tests.conftest import ROOT, assert_ok, listening_ports, wait_for
 from tests.integration.procedures import ProcedureRun, run_procedure_scenario
 
-pytestmark = [pytest.mark.cluster, pytest.mark.slow, pytest.mark.long]
+pytestmark = [pytest.mark.cluster, pytest.mark.slow]
 
 INVENTORY = ROOT / "inventories" / "local-migration"
 STATE = ROOT / ".state" / "local-migration"
