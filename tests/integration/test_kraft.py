@@ -266,7 +266,13 @@ def test_a_nemesis_of_five_leader_kills_heals_each_loses_nothing_and_measures_ea
     report = outputs.build(str(tmp_path))
     [run] = report.data.runs
     assert {f["fault_id"] for f in run.faults} == set(injected), "each kill has its own row of recovery figures"
-    assert all(f["isr_shrink_s"] is not None for f in run.faults if f["partition"] == 0), run.faults
+    # Each kill of partition 0's leader shows the leader that replaced it, from the ISR. (Not always
+    # the ISR shrinking: the restarted node waits for its session to expire, 9 s after the kill, and
+    # once fenced it can be back in the ISR before the next 500 ms sample; a CI run saw a shrink and
+    # its re-expansion fall between two samples, leader 0 -> 2 with the ISR full on both sides.)
+    led = [f for f in run.faults if f["partition"] == 0 and f["leader_before"] == f["broker"]]
+    assert len(led) >= 5 - len(missed), run.faults
+    assert all(f["new_leader_s"] is not None and f["new_leader_from"] == "isr" for f in led), led
     [trial] = report.data.trials
     assert (trial.figures.faults_injected, trial.figures.injections_with_loss) == (len(injected), 0)
     assert f"0 of {len(injected)} fault injections lost an acknowledged write" in trial.verdict
