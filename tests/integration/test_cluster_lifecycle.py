@@ -6,6 +6,7 @@ it needs (the deployed cluster, seed 000's topic), so any one of them runs alone
 
 from __future__ import annotations
 
+import collections
 import json
 import os
 import re
@@ -18,9 +19,11 @@ import yaml
 from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
+from benchmarks.core import paths
 from benchmarks.harness import faults, smoke, steady
 from benchmarks.hosts import host_probe
 from benchmarks.kafka import cluster
+from benchmarks.perf import ansible_time
 from tests.conftest import (
     CLUSTER_PORTS,
     LOCAL_INVENTORY,
@@ -173,11 +176,18 @@ def test_check_mode_works_on_the_running_cluster(deployed_cluster, runner):
 
 
 def test_a_second_cluster_up_changes_nothing_and_reports_healthy(deployed_cluster):
-    """`kafka-bench cluster up` on the deployed cluster: site.yml again, with nothing to change."""
+    """`kafka-bench cluster up` on the deployed cluster: site.yml again, with nothing to change. It
+    validates every host before changing any, then runs the role: each setting is checked once in
+    the run, what the node holds twice."""
+    before = set(paths.RUNNER_DIR.glob("*-site-*"))
     proc = run_cli("cluster", "up")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert re.search(r"site\.yml: successful in \d+ s \(ok=\d+, changed=0, failures=0, dark=0\)", proc.stderr), proc.stderr
     assert "healthy: 3 brokers" in proc.stdout
+    [run] = set(paths.RUNNER_DIR.glob("*-site-*")) - before
+    tasks = collections.Counter(t.name for t in ansible_time.read(run).tasks)
+    assert tasks["Check min.insync.replicas against the default replication factor"] == 1, tasks
+    assert tasks["Read this node's storage identity, migration phase, release and applied configuration"] == 2, tasks
 
 
 @pytest.mark.changes_cluster  # broker 2 stays stopped: after every other test on the cluster
