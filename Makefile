@@ -12,7 +12,7 @@ INVENTORY ?= inventories/local
 # Tools the tests and playbooks start (ansible-playbook, molecule, ...) come from the venv.
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: docs perf-ansible perf-runs perf-report perf-tools bench bench-durability bench-kraft bench-operations bench-evidence bench-lab bench-lab-kraft bench-operations-lab perf perf-deps perf-analysis report test test-full test-deps test-unit test-cluster test-roles test-lab lint install cluster-up cluster-down cluster-status lab-deps lab-up lab-down clean
+.PHONY: docs perf-ansible perf-runs perf-report perf-starts perf-tools bench bench-durability bench-kraft bench-operations bench-evidence bench-lab bench-lab-kraft bench-operations-lab perf perf-deps perf-analysis report test test-full test-deps test-unit test-cluster test-roles test-lab lint install cluster-up cluster-down cluster-status lab-deps lab-up lab-down clean
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -92,6 +92,12 @@ perf-tools: install
 	$(BIN)/kafka-bench cluster up --inventory $(INVENTORY)
 	$(BIN)/python -m benchmarks.perf.tool_start --inventory $(INVENTORY)
 
+## A Kafka node's start with and without the archive of the classes it loads (class-data sharing,
+## made by the kafka role once a node is healthy): CPU and wall time until listed, side by side.
+perf-starts: install
+	$(BIN)/kafka-bench cluster up --inventory $(INVENTORY)
+	$(BIN)/python -m benchmarks.perf.node_start --inventory $(INVENTORY)
+
 ## Spark analysis vs DuckDB on the same Parquet files (1M and 10M synthetic messages).
 perf-analysis: install
 	$(BIN)/python -m benchmarks.perf.analysis_engines
@@ -154,12 +160,12 @@ test: install test-deps
 	$(MAKE) test-lab LAB_PYTEST_ARGS=--junitxml=$(TEST_TIMES)/lab.xml
 	$(BIN)/python -m benchmarks.perf.ci_times $(TEST_TIMES)/*.xml
 
-## Everything `make test` runs and the long checks besides (marked `long`): the upgrade to 4.3.1 from 4.2.1 (followed by the throttled
-## reassignment; `make test` upgrades from 3.9.2), the KRaft active-controller kill, leader kill (and its
-## comparison with ZooKeeper) and unclean election with ELR on, the acks=1-below-min-ISR,
-## refused-write (seed 004), consumer-failover, runner-SIGKILL and check-mode runs on ZooKeeper,
-## the Apache archive's wrong checksum, the secured ZooKeeper cluster, the
-## perf loops, the labs' second deploys, the lab's ZooKeeper ensemble and rolling restart. About
+## Everything `make test` runs and the long checks besides (marked `long`): the upgrade to 4.3.1
+## from 4.2.1 (followed by the throttled reassignment; `make test` upgrades from 3.9.2), the KRaft
+## active-controller kill, leader kill (and its comparison with ZooKeeper) and unclean election with
+## ELR on, the acks=1-below-min-ISR, refused-write (seed 004), consumer-failover, runner-SIGKILL and
+## check-mode runs on ZooKeeper, the Apache archive's wrong checksum, the secured ZooKeeper cluster,
+## the perf loops, the labs' second deploys, the lab's ZooKeeper ensemble and rolling restart. About
 ## 2.5 hours here.
 test-full: install test-deps
 	$(BIN)/python -m pytest -m 'not lab'

@@ -13,6 +13,7 @@ import re
 import signal
 import subprocess
 import time
+from pathlib import Path
 
 import pytest
 import yaml
@@ -114,6 +115,11 @@ def test_kill_9_moves_leadership_and_restart_restores_isr(deployed_cluster, purc
     assert smoke.run_smoke(bootstrap, "purchases", 3, 3, messages=200).ok
 
     assert_ok(runner.run("start.yml", LOCAL_INVENTORY, limit="broker1"))
+    # The restarted broker maps the archive of the classes its host's brokers loaded as they started.
+    pid = int(subprocess.check_output([victim.ctl, "pid"], text=True))
+    argv = Path(f"/proc/{pid}/cmdline").read_text().split("\0")
+    [archive] = [a.split("=", 1)[1] for a in argv if a.startswith("-XX:SharedArchiveFile=")]
+    assert os.path.getsize(archive) > 10_000_000, archive
     # Back in every ISR, then the preferred leaders elected again. The election is asked again while
     # the controller times it out (it did in CI, busy with the returning broker).
     steady.wait_recovered(inv, timeout_s=180)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import os
 import sys
 
 import pytest
@@ -66,3 +67,14 @@ def test_copy_verified_refuses_a_corrupt_cache_entry(tmp_path):
     cached.write_bytes(b"corrupt")
     assert not download.copy_verified(str(cached), str(tmp_path / "x.jar"), "sha512", SHA512)
     assert not (tmp_path / "x.jar").exists()
+
+
+def test_copy_verified_keeps_the_sources_time(tmp_path):
+    """A jar installed again from the cache keeps the cached file's time: the class-data sharing
+    archive of a service that loaded it (which checks size and time) stays valid."""
+    cached = tmp_path / "cached.jar"
+    cached.write_bytes(b"jar")
+    os.utime(cached, ns=(1_600_000_000_000_000_000, 1_600_000_000_000_000_000))
+    target = tmp_path / "installed.jar"
+    assert download.copy_verified(str(cached), str(target), "sha256", hashlib.sha256(b"jar").hexdigest())
+    assert target.stat().st_mtime_ns == 1_600_000_000_000_000_000

@@ -119,6 +119,10 @@ def copy_verified(src, dest, algo, expected):
     try:
         shutil.copyfile(src, tmp)
         os.chmod(tmp, 0o644)
+        # The source's time too: a jar installed again from the cache is the same file to the
+        # class-data sharing archives of the services that load it (they check size and time).
+        stat = os.stat(src)
+        os.utime(tmp, ns=(stat.st_atime_ns, stat.st_mtime_ns))
         os.replace(tmp, dest)
     finally:
         if os.path.exists(tmp):
