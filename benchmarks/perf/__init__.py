@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import argparse
 import collections
 import json
 import resource
+import statistics
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -35,3 +37,35 @@ def sum_by(items: Iterable[T], key: Callable[[T], str], seconds: Callable[[T], f
     for item in items:
         totals[key(item)].append(seconds(item))
     return sorted(((sum(v), len(v), k) for k, v in totals.items()), reverse=True)
+
+
+def with_and_without(rounds: int, measure: Callable[[bool], dict[str, float]]) -> dict[str, list[dict[str, float]]]:
+    """`rounds` pairs of measurements with an archive of classes (True) and without (False), each
+    pair in alternating order so the machine's drift hits both alike."""
+    rows: dict[str, list[dict[str, float]]] = {"archive": [], "no_archive": []}
+    for round_ in range(rounds):
+        for archive in ((True, False) if round_ % 2 == 0 else (False, True)):
+            rows["archive" if archive else "no_archive"].append(measure(archive))
+    return rows
+
+
+def archive_figures(rows: dict[str, list[dict[str, float]]]) -> tuple[dict[str, float], dict[str, float], str]:
+    """The medians of CPU and wall time with and without the archive, their ratios, and both said."""
+    m = {f"{name}_{field}": statistics.median(r[field] for r in runs) for name, runs in rows.items()
+         for field in ("cpu_s", "wall_s")}
+    ratios = {"cpu_archive_over_none": m["archive_cpu_s"] / m["no_archive_cpu_s"],
+              "wall_archive_over_none": m["archive_wall_s"] / m["no_archive_wall_s"]}
+    said = (f"  CPU : {m['archive_cpu_s']:.2f} s with the archive, {m['no_archive_cpu_s']:.2f} s without "
+            f"(ratio {ratios['cpu_archive_over_none']:.2f})\n"
+            f"  wall: {m['archive_wall_s']:.2f} s with the archive, {m['no_archive_wall_s']:.2f} s without "
+            f"(ratio {ratios['wall_archive_over_none']:.2f})")
+    return m, ratios, said
+
+
+def ab_arguments(doc: str | None, rounds: int, what: str) -> argparse.Namespace:
+    """The command line of a with-and-without measurement on a deployed cluster: --inventory and
+    --rounds (pairs of `what`)."""
+    parser = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--inventory", type=Path, default=paths.DEFAULT_INVENTORY)
+    parser.add_argument("--rounds", type=int, default=rounds, help=f"pairs of {what}, each pair in alternating order")
+    return parser.parse_args()

@@ -14,17 +14,14 @@ its JVM used by then. Medians and their ratios.
 
 from __future__ import annotations
 
-import argparse
 import os
-import statistics
 import subprocess
 import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks.core import paths
 from benchmarks.hosts import inventory as inventory_lib
-from benchmarks.perf import save_figures
+from benchmarks.perf import ab_arguments, archive_figures, save_figures, with_and_without
 
 
 def _listed(admin: Any, broker_id: int) -> bool:
@@ -39,7 +36,7 @@ def _cpu_s(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def one_start(ctl: str, admin: Any, broker_id: int, archive: bool) -> dict[str, Any]:
+def one_start(ctl: str, admin: Any, broker_id: int, archive: bool) -> dict[str, float]:
     """Stop the node, start it, and time it until the cluster lists it; the CPU its JVM used."""
     subprocess.run([ctl, "stop"], check=True, capture_output=True, timeout=180)
     deadline = time.monotonic() + 120
@@ -64,10 +61,7 @@ def one_start(ctl: str, admin: Any, broker_id: int, archive: bool) -> dict[str, 
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--inventory", type=Path, default=paths.DEFAULT_INVENTORY)
-    parser.add_argument("--rounds", type=int, default=5, help="pairs of starts, each pair in alternating order")
-    args = parser.parse_args()
+    args = ab_arguments(__doc__, 5, "starts")
     from confluent_kafka.admin import AdminClient
 
     inv = inventory_lib.load(args.inventory)
@@ -76,21 +70,11 @@ def main() -> None:
         raise SystemExit(f"{args.inventory}: needs two brokers or more (one is restarted, another asked)")
     admin = AdminClient({"bootstrap.servers": others[0].bootstrap})
     one_start(node.ctl, admin, node.broker_id, True)  # the archive made, and its pages in memory
-    rows: dict[str, list[dict[str, Any]]] = {"archive": [], "no_archive": []}
-    for round_ in range(args.rounds):
-        for archive in ((True, False) if round_ % 2 == 0 else (False, True)):
-            rows["archive" if archive else "no_archive"].append(one_start(node.ctl, admin, node.broker_id, archive))
+    rows = with_and_without(args.rounds, lambda archive: one_start(node.ctl, admin, node.broker_id, archive))
     subprocess.run([node.ctl, "start"], check=True, capture_output=True, timeout=300)  # left healthy
-    med = statistics.median
-    m = {f"{name}_{field}": med(r[field] for r in runs) for name, runs in rows.items() for field in ("cpu_s", "wall_s")}
-    ratios = {"cpu_archive_over_none": m["archive_cpu_s"] / m["no_archive_cpu_s"],
-              "wall_archive_over_none": m["archive_wall_s"] / m["no_archive_wall_s"]}
+    m, ratios, said = archive_figures(rows)
     print(f"broker {node.broker_id} ({inv.kafka_version}, {inv.path.name}) started until listed, "
-          f"medians of {args.rounds} starts each:")
-    print(f"  CPU : {m['archive_cpu_s']:.2f} s with the archive, {m['no_archive_cpu_s']:.2f} s without "
-          f"(ratio {ratios['cpu_archive_over_none']:.2f})")
-    print(f"  wall: {m['archive_wall_s']:.2f} s with the archive, {m['no_archive_wall_s']:.2f} s without "
-          f"(ratio {ratios['wall_archive_over_none']:.2f})")
+          f"medians of {args.rounds} starts each:\n{said}")
     figures = {"inventory": str(args.inventory), "kafka_version": inv.kafka_version, "rounds": args.rounds,
                "medians": m, "ratios": ratios, "raw": rows}
     print(f"raw figures: {save_figures('node-start', figures)}")

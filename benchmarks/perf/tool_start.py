@@ -13,16 +13,13 @@ its wall time, medians and their ratios.
 
 from __future__ import annotations
 
-import argparse
 import os
-import statistics
 import subprocess
 import time
 from pathlib import Path
 
-from benchmarks.core import paths
 from benchmarks.hosts import inventory as inventory_lib
-from benchmarks.perf import children_cpu_s, save_figures
+from benchmarks.perf import ab_arguments, archive_figures, children_cpu_s, save_figures, with_and_without
 
 QUERY = ("topics", "--describe", "--under-replicated-partitions")
 
@@ -36,10 +33,7 @@ def one_run(tool: str, archive: bool) -> dict[str, float]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--inventory", type=Path, default=paths.DEFAULT_INVENTORY)
-    parser.add_argument("--rounds", type=int, default=8, help="pairs of runs, each pair in alternating order")
-    args = parser.parse_args()
+    args = ab_arguments(__doc__, 8, "runs")
     inv = inventory_lib.load(args.inventory)
     broker = inv.brokers[0]
     archives = sorted(Path(broker.tool).parent.glob("tools-*.jsa"))
@@ -48,27 +42,11 @@ def main() -> None:
                          f"kafka role (it runs `kafka-tool archive-classes` once the node is healthy)")
     one_run(broker.tool, True)  # the files' pages in memory for both
     one_run(broker.tool, False)
-    rows: dict[str, list[dict[str, float]]] = {"archive": [], "no_archive": []}
-    for round_ in range(args.rounds):
-        order = (True, False) if round_ % 2 == 0 else (False, True)
-        for archive in order:
-            rows["archive" if archive else "no_archive"].append(one_run(broker.tool, archive))
-    med = statistics.median
-    results = {
-        "inventory": str(args.inventory), "kafka_version": inv.kafka_version, "archive": str(archives[-1]),
-        "rounds": args.rounds,
-        "medians": {f"{name}_{field}": med(r[field] for r in runs) for name, runs in rows.items()
-                    for field in ("cpu_s", "wall_s")},
-        "raw": rows,
-    }
-    m = results["medians"]
-    results["ratios"] = {"cpu_archive_over_none": m["archive_cpu_s"] / m["no_archive_cpu_s"],
-                         "wall_archive_over_none": m["archive_wall_s"] / m["no_archive_wall_s"]}
-    print(f"kafka-tool {' '.join(QUERY)} on {inv.kafka_version}, medians of {args.rounds} runs each:")
-    print(f"  CPU : {m['archive_cpu_s']:.2f} s with the archive, {m['no_archive_cpu_s']:.2f} s without "
-          f"(ratio {results['ratios']['cpu_archive_over_none']:.2f})")
-    print(f"  wall: {m['archive_wall_s']:.2f} s with the archive, {m['no_archive_wall_s']:.2f} s without "
-          f"(ratio {results['ratios']['wall_archive_over_none']:.2f})")
+    rows = with_and_without(args.rounds, lambda archive: one_run(broker.tool, archive))
+    m, ratios, said = archive_figures(rows)
+    results = {"inventory": str(args.inventory), "kafka_version": inv.kafka_version, "archive": str(archives[-1]),
+               "rounds": args.rounds, "medians": m, "ratios": ratios, "raw": rows}
+    print(f"kafka-tool {' '.join(QUERY)} on {inv.kafka_version}, medians of {args.rounds} runs each:\n{said}")
     print(f"raw figures: {save_figures('tool-start', results)}")
 
 
