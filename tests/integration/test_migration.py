@@ -122,17 +122,21 @@ def zookeeper_cluster(runner):
 
 
 @pytest.fixture(scope="module")
-def killed_mid_roll(zookeeper_cluster) -> Snapshot:
+def killed_mid_roll(zookeeper_cluster, tmp_path_factory) -> Snapshot:
     """The migration playbook SIGKILLed in the middle of rolling the brokers into migration mode:
     once the first broker of the roll has restarted on its new configuration (its applied-config
     changed), which the roll writes on every broker before it restarts any."""
     before = {node: applied_config(node) for node in BROKERS}
-    first = subprocess.Popen(playbook("migrate-to-kraft.yml"), cwd=ROOT, stdout=subprocess.DEVNULL,
-                             stderr=subprocess.DEVNULL, start_new_session=True)
-    wait_for(lambda: any(applied_config(n) != before[n] for n in BROKERS) or first.poll() is not None,
-             timeout=300, what="a broker restarted into migration mode")
-    os.killpg(first.pid, signal.SIGKILL)
-    first.wait()
+    output = tmp_path_factory.mktemp("killed-mid-roll") / "migrate-to-kraft.out"
+    with output.open("w") as out:
+        first = subprocess.Popen(playbook("migrate-to-kraft.yml"), cwd=ROOT, stdout=out, stderr=subprocess.STDOUT,
+                                 start_new_session=True)
+        wait_for(lambda: any(applied_config(n) != before[n] for n in BROKERS) or first.poll() is not None,
+                 timeout=300, what="a broker restarted into migration mode")
+        assert first.poll() is None, f"the migration ended (rc {first.returncode}) before any broker restarted:\n" \
+                                     f"{output.read_text()[-4000:]}"
+        os.killpg(first.pid, signal.SIGKILL)
+        first.wait()
     return Snapshot.now()
 
 

@@ -153,7 +153,10 @@ def ensure_directory(module, spec):
     if module.check_mode and missing:
         return True
     for directory in reversed(missing):
-        os.mkdir(directory)
+        try:
+            os.mkdir(directory)
+        except FileExistsError:  # a directory the nodes of a machine share, made by another's run
+            pass
     changed = bool(missing)
     for directory in missing or [spec["path"]]:
         changed = module.set_fs_attributes_if_different(module.load_file_common_arguments(attributes(
