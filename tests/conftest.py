@@ -39,12 +39,16 @@ def assert_ok(result: PlaybookResult) -> PlaybookResult:
 
 
 def service_pids(marker_prefix: str = "kafka-bench-") -> dict[str, int]:
-    """Processes started by the roles' control scripts, by service name."""
+    """Processes started by the roles' control scripts on this host, by service name: the lab's
+    hosts (their own PID namespaces, tests/lab) are other hosts, whose services may run meanwhile."""
     found = {}
+    here = os.readlink("/proc/self/ns/pid")
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
         try:
+            if os.readlink(f"/proc/{entry}/ns/pid") != here:
+                continue
             args = Path(f"/proc/{entry}/cmdline").read_bytes().split(b"\0")
         except OSError:
             continue
