@@ -12,7 +12,7 @@ INVENTORY ?= inventories/local
 # Tools the tests and playbooks start (ansible-playbook, molecule, ...) come from the venv.
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: docs perf-ansible perf-runs perf-report perf-starts perf-tools bench bench-durability bench-kraft bench-operations bench-evidence bench-lab bench-lab-kraft bench-operations-lab perf perf-deps perf-analysis report test test-full test-deps test-unit test-cluster test-roles test-lab lint install cluster-up cluster-down cluster-status lab-deps lab-up lab-down clean
+.PHONY: docs perf-ansible perf-cpu perf-runs perf-report perf-starts perf-tools bench bench-durability bench-kraft bench-operations bench-evidence bench-lab bench-lab-kraft bench-operations-lab perf perf-deps perf-analysis report test test-full test-deps test-unit test-cluster test-roles test-lab lint install cluster-up cluster-down cluster-status lab-deps lab-up lab-down clean
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -124,6 +124,11 @@ perf-ansible: install
 ## make perf-runs DIR=benchmarks/results/<time>-seeds
 perf-runs: install
 	$(BIN)/python -m benchmarks.perf.run_phases $(DIR)
+
+## Where a command's CPU goes, by kind of process (the nodes, the load, the harness, Spark, Ansible):
+## make perf-cpu CMD='.venv/bin/python -m pytest tests/integration/test_upgrade.py'
+perf-cpu: install
+	$(BIN)/python -m benchmarks.perf.cpu_by_process -- $(CMD)
 
 ## Re-analyse a results directory: make report DIR=benchmarks/results/<time>-seeds
 report: install
