@@ -25,6 +25,17 @@ def save_figures(name: str, figures: Any) -> Path:
     return out
 
 
+def proc_stat(pid: int | str) -> list[str]:
+    """The fields of /proc/PID/stat after the command name: [0] state, [11] utime and [12] stime
+    (clock ticks), [19] start time."""
+    return Path(f"/proc/{pid}/stat").read_text().rsplit(") ", 1)[1].split()
+
+
+def cpu_ticks(fields: list[str]) -> int:
+    """User and system CPU, in clock ticks, of a process's `proc_stat` fields."""
+    return int(fields[11]) + int(fields[12])
+
+
 def children_cpu_s() -> float:
     """User and system CPU of the child processes waited for so far."""
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)

@@ -21,9 +21,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from benchmarks.perf import save_figures, sum_by
+from benchmarks.perf import cpu_ticks, proc_stat, save_figures, sum_by
 
 SERVICE_MARKER = b"-Dkafka.bench.service="
+ZOOKEEPER_MAIN = b"org.apache.zookeeper.server.quorum.QuorumPeerMain"  # roles/zookeeper: its JVM's main class
 TICKS = os.sysconf("SC_CLK_TCK")
 SHELLS = {"sh", "bash", "dash"}  # a control script that will exec its JVM: looked at again
 
@@ -34,9 +35,8 @@ def kind(argv: list[bytes]) -> str:
         return "kernel or unreadable"
     line = b" ".join(argv).decode(errors="replace")
     program = os.path.basename(argv[0].decode(errors="replace"))
-    service = next((a[len(SERVICE_MARKER):].decode() for a in argv if a.startswith(SERVICE_MARKER)), None)
-    if service is not None:
-        return "zookeeper node" if "zk" in service or "zookeeper" in service else "kafka node"
+    if any(a.startswith(SERVICE_MARKER) for a in argv):  # by its main class: service names are the inventory's
+        return "zookeeper node" if ZOOKEEPER_MAIN in argv else "kafka node"
     if program == "java":
         if "spark" in line.lower():
             return "spark"
@@ -61,10 +61,10 @@ def processes() -> Iterator[tuple[tuple[int, str], int]]:
     for entry in os.scandir("/proc"):
         if entry.name.isdigit():
             try:
-                fields = Path(entry.path, "stat").read_text().rsplit(") ", 1)[1].split()
+                fields = proc_stat(entry.name)
             except (OSError, IndexError):
                 continue
-            yield (int(entry.name), fields[19]), int(fields[11]) + int(fields[12])
+            yield (int(entry.name), fields[19]), cpu_ticks(fields)
 
 
 def command_line(pid: int) -> list[bytes] | None:

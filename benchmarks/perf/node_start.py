@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.hosts import inventory as inventory_lib
-from benchmarks.perf import ab_arguments, archive_figures, save_figures, with_and_without
+from benchmarks.perf import ab_arguments, archive_figures, cpu_ticks, proc_stat, save_figures, with_and_without
 
 
 def _listed(admin: Any, broker_id: int) -> bool:
@@ -32,8 +32,7 @@ def _listed(admin: Any, broker_id: int) -> bool:
 
 
 def _cpu_s(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(") ", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return cpu_ticks(proc_stat(pid)) / os.sysconf("SC_CLK_TCK")
 
 
 def one_start(ctl: str, admin: Any, broker_id: int, archive: bool) -> dict[str, float]:

@@ -11,6 +11,7 @@ from benchmarks.perf.cpu_by_process import Sampler, kind
 @pytest.mark.parametrize(("argv", "expected"), [
     ("java -Dkafka.bench.service=kafka-bench-broker0 -Xmx512m kafka.Kafka server.properties", "kafka node"),
     ("java -Dkafka.bench.service=kafka-bench-zk0 org.apache.zookeeper.server.quorum.QuorumPeerMain", "zookeeper node"),
+    ("java -Dkafka.bench.service=kafka-bench-securezk-broker0 -cp /opt/libs/zookeeper-3.8.4.jar kafka.Kafka", "kafka node"),
     ("/usr/lib/jvm/java-17-openjdk-amd64/bin/java -cp /v/pyspark/jars/* org.apache.spark.deploy.SparkSubmit", "spark"),
     ("java -cp ledger.jar LedgerProducer", "java load"),
     ("java -cp /opt/kafka/libs/* org.apache.kafka.tools.FeatureCommand", "kafka tools (java)"),
