@@ -26,7 +26,6 @@ from benchmarks.perf import cpu_ticks, proc_stat, save_figures, sum_by
 SERVICE_MARKER = b"-Dkafka.bench.service="
 ZOOKEEPER_MAIN = b"org.apache.zookeeper.server.quorum.QuorumPeerMain"  # roles/zookeeper: its JVM's main class
 TICKS = os.sysconf("SC_CLK_TCK")
-SHELLS = {"sh", "bash", "dash"}  # a control script that will exec its JVM: looked at again
 
 
 def kind(argv: list[bytes]) -> str:
@@ -88,11 +87,13 @@ class Sampler:
 
     def _sample(self, running_before: bool) -> None:
         for key, ticks in processes():
-            if key not in self.kinds or self.kinds[key] in SHELLS:
-                argv = command_line(key[0])
-                if argv is None:
-                    continue
+            # Read again each time: a fork of the harness or a control script is put with the
+            # program it execs last (Spark's JVM, a broker), not with what it was forked from.
+            argv = command_line(key[0])
+            if argv and argv[0]:
                 self.kinds[key] = kind(argv)
+            elif key not in self.kinds:  # a kernel thread or a zombie: its command line is empty
+                self.kinds[key] = kind([])
             self.first.setdefault(key, ticks if running_before else 0)
             self.last[key] = ticks
 

@@ -29,17 +29,20 @@ def test_each_process_is_put_with_its_kind(argv, expected):
 
 def test_running_processes_count_from_the_start_new_ones_whole_and_a_script_by_what_it_execs(monkeypatch):
     """A broker already running counts its ticks since the first sample; a process born later
-    counts all of its own; a control script that execs its JVM is put with the JVM."""
+    counts all of its own; a control script that execs its JVM is put with the JVM, and so is a
+    fork of the harness that execs Spark's."""
     ticks = {(10, "1"): 500}
     argv = {10: b"java\0-Dkafka.bench.service=kafka-bench-broker0", 20: b"sh\0kafka-service\0start",
-            30: b"/venv/bin/python\0-c\0from multiprocessing.spawn import spawn_main"}
+            30: b"/venv/bin/python\0-c\0from multiprocessing.spawn import spawn_main",
+            40: b"/venv/bin/python\0/venv/bin/kafka-bench\0report"}
     monkeypatch.setattr(cpu_by_process, "processes", lambda: iter(ticks.items()))
     monkeypatch.setattr(cpu_by_process, "command_line", lambda pid: argv[pid].split(b"\0"))
     monkeypatch.setattr(cpu_by_process, "TICKS", 100)
     sampler = Sampler()
-    ticks.update({(10, "1"): 700, (20, "5"): 50, (30, "6"): 300})
+    ticks.update({(10, "1"): 700, (20, "5"): 50, (30, "6"): 300, (40, "7"): 100})
     sampler.sample()
     argv[20] = b"java\0-Dkafka.bench.service=kafka-bench-broker1"  # the script exec'd its JVM
-    ticks[(20, "5")] = 250
+    argv[40] = b"/usr/lib/jvm/bin/java\0-cp\0/venv/pyspark/jars/*\0org.apache.spark.deploy.SparkSubmit"
+    ticks.update({(20, "5"): 250, (40, "7"): 600})
     sampler.sample()
-    assert sampler.by_kind() == [(4.5, 2, "kafka node"), (3.0, 1, "load processes (python)")]
+    assert sampler.by_kind() == [(6.0, 1, "spark"), (4.5, 2, "kafka node"), (3.0, 1, "load processes (python)")]
