@@ -1,8 +1,9 @@
 """A procedure under load with and without one environment setting, side by side on the same
 machine: each round deploys the inventory's cluster from nothing, runs the procedure's scenario
 (`kafka-bench run`) once with the setting and once without, alternating which goes first, and
-reads each run's procedure time (its procedure-end event) and the run's validity. Medians and
-their ratio, per round and overall.
+reads each run's procedure time (its procedure-end event), the run's validity, the CPU its
+producer processes used (their own records) and the p50/p99 of its acks, from the intended
+send time, over the measured load (its ledger). Medians and their ratio, per round and overall.
 
     python -m benchmarks.perf.procedure_ab --inventory inventories/local-upgrade \\
         --scenario benchmarks/suites/operations/02-upgrade.yml --env KAFKA_TOOL_ARCHIVE=off [--rounds 2]
@@ -23,8 +24,9 @@ import tempfile
 from pathlib import Path
 
 from benchmarks.core import paths
+from benchmarks.harness import load
 from benchmarks.perf import save_figures
-from benchmarks.record import records, run_events
+from benchmarks.record import ledger, records, run_events
 
 KAFKA_BENCH = str(Path(sys.executable).parent / "kafka-bench")
 
@@ -42,6 +44,9 @@ class ProcedureRun:
     valid: bool
     lost: int
     acked: int
+    producers_cpu_s: float
+    p50_ms: float
+    p99_ms: float
 
 
 def procedure_run(scenario: Path, inventory: Path, env: dict[str, str]) -> ProcedureRun:
@@ -53,8 +58,23 @@ def procedure_run(scenario: Path, inventory: Path, env: dict[str, str]) -> Proce
         ends = [event for line in (run_dir / "events.jsonl").read_text().splitlines()
                 if isinstance(event := run_events.EVENT.validate_json(line), run_events.ProcedureEnd)]
         summary = records.RunSummary.model_validate_json((run_dir / "summary.json").read_text())
+        cpu_s = sum(meta["cpu_s"] for meta in load.producer_meta(run_dir / "ledger" / "produce"))
+        p50, p99 = ack_latency_ms(run_dir, summary.measured_from_ns)
     return ProcedureRun(sum(e.elapsed_s for e in ends), bool(ends) and all(e.ok for e in ends), summary.valid,
-                        summary.lost, summary.acked)
+                        summary.lost, summary.acked, round(cpu_s, 1), p50, p99)
+
+
+def ack_latency_ms(run_dir: Path, measured_from_ns: int) -> tuple[float, float]:
+    """p50 and p99 (ms) of the acks of messages intended after the warm-up, from their intended time."""
+    import pyarrow.compute as pc
+
+    table = ledger.read(run_dir / "ledger" / "produce", ledger.PRODUCE_SCHEMA)
+    acked = table.filter(pc.and_(pc.equal(table["outcome"], "acked"),
+                                 pc.greater_equal(table["intended_ns"], measured_from_ns)))
+    waits = sorted(pc.subtract(acked["ack_ns"], acked["intended_ns"]).to_pylist())
+    if not waits:
+        return float("nan"), float("nan")
+    return (round(waits[len(waits) // 2] / 1e6, 2), round(waits[min(len(waits) - 1, int(len(waits) * 0.99))] / 1e6, 2))
 
 
 def main() -> None:
@@ -78,7 +98,8 @@ def main() -> None:
             rows[side].append({"round": round_, **dataclasses.asdict(row)})
             seconds[side].append(row.procedure_s)
             print(f"round {round_} {side} ({'as is' if side == 'A' else args.env}): procedure {row.procedure_s:.1f} s, "
-                  f"ok {row.procedures_ok}, valid {row.valid}, lost {row.lost} of {row.acked} acked", flush=True)
+                  f"ok {row.procedures_ok}, valid {row.valid}, lost {row.lost} of {row.acked} acked, producers' CPU "
+                  f"{row.producers_cpu_s:.1f} s, acks p50 {row.p50_ms} ms p99 {row.p99_ms} ms", flush=True)
     kafka_bench("cluster", "down", "--purge", "-i", str(args.inventory))
     med = {side: statistics.median(values) for side, values in seconds.items()}
     results = {"inventory": str(args.inventory), "scenario": str(args.scenario), "b_env": args.env,
@@ -86,6 +107,10 @@ def main() -> None:
                "project": str(paths.PROJECT_ROOT)}
     print(f"procedure time, medians of {args.rounds}: {med['A']:.1f} s as is, {med['B']:.1f} s with {args.env} "
           f"(as is / with: {results['a_over_b']:.2f})")
+    for field in ("producers_cpu_s", "p50_ms", "p99_ms"):
+        by_side = {side: statistics.median(float(r[field]) for r in rows[side]) for side in rows}  # type: ignore[arg-type]
+        results[f"median_{field}"] = by_side
+        print(f"{field}, medians: {by_side['A']} as is, {by_side['B']} with {args.env}")
     print(f"figures: {save_figures('procedure-ab', results)}")
 
 
