@@ -2,8 +2,8 @@
 machine: each round deploys the inventory's cluster from nothing, runs the procedure's scenario
 (`kafka-bench run`) once with the setting and once without, alternating which goes first, and
 reads each run's procedure time (its procedure-end event), the run's validity, the CPU its
-producer processes used (their own records) and the p50/p99 of its acks, from the intended
-send time, over the measured load (its ledger). Medians and their ratio, per round and overall.
+producer processes used (their own records) and the p50/p99 of its acks as the run's analysis
+gives them (its summary.parquet). Medians and their ratio, per round and overall.
 
     python -m benchmarks.perf.procedure_ab --inventory inventories/local-upgrade \\
         --scenario benchmarks/suites/operations/02-upgrade.yml --env KAFKA_TOOL_ARCHIVE=off [--rounds 2]
@@ -23,12 +23,15 @@ import sys
 import tempfile
 from pathlib import Path
 
+import pyarrow.parquet as pq
+
 from benchmarks.core import paths
 from benchmarks.harness import load
 from benchmarks.perf import save_figures
-from benchmarks.record import ledger, records, run_events
+from benchmarks.record import records, run_events
 
 KAFKA_BENCH = str(Path(sys.executable).parent / "kafka-bench")
+LATENCY = ("latency_p50_ms", "latency_p99_ms")  # the analysis' figures read for each run
 
 
 def kafka_bench(*args: str) -> None:
@@ -45,8 +48,8 @@ class ProcedureRun:
     lost: int
     acked: int
     producers_cpu_s: float
-    p50_ms: float
-    p99_ms: float
+    latency_p50_ms: float | None  # the analysis' (summary.parquet), None without one
+    latency_p99_ms: float | None
 
 
 def procedure_run(scenario: Path, inventory: Path, env: dict[str, str]) -> ProcedureRun:
@@ -59,22 +62,9 @@ def procedure_run(scenario: Path, inventory: Path, env: dict[str, str]) -> Proce
                 if isinstance(event := run_events.EVENT.validate_json(line), run_events.ProcedureEnd)]
         summary = records.RunSummary.model_validate_json((run_dir / "summary.json").read_text())
         cpu_s = sum(meta["cpu_s"] for meta in load.producer_meta(run_dir / "ledger" / "produce"))
-        p50, p99 = ack_latency_ms(run_dir, summary.measured_from_ns)
+        [analysed] = pq.read_table(run_dir.parent / "summary.parquet", columns=list(LATENCY)).to_pylist()
     return ProcedureRun(sum(e.elapsed_s for e in ends), bool(ends) and all(e.ok for e in ends), summary.valid,
-                        summary.lost, summary.acked, round(cpu_s, 1), p50, p99)
-
-
-def ack_latency_ms(run_dir: Path, measured_from_ns: int) -> tuple[float, float]:
-    """p50 and p99 (ms) of the acks of messages intended after the warm-up, from their intended time."""
-    import pyarrow.compute as pc
-
-    table = ledger.read(run_dir / "ledger" / "produce", ledger.PRODUCE_SCHEMA)
-    acked = table.filter(pc.and_(pc.equal(table["outcome"], "acked"),
-                                 pc.greater_equal(table["intended_ns"], measured_from_ns)))
-    waits = sorted(pc.subtract(acked["ack_ns"], acked["intended_ns"]).to_pylist())
-    if not waits:
-        return float("nan"), float("nan")
-    return (round(waits[len(waits) // 2] / 1e6, 2), round(waits[min(len(waits) - 1, int(len(waits) * 0.99))] / 1e6, 2))
+                        summary.lost, summary.acked, round(cpu_s, 1), **analysed)
 
 
 def main() -> None:
@@ -88,28 +78,35 @@ def main() -> None:
     if not sep or not name:
         parser.error(f"--env {args.env!r}: give NAME=VALUE")
     envs = {"A": dict(os.environ), "B": {**os.environ, name: value}}
+    runs: dict[str, list[ProcedureRun]] = {"A": [], "B": []}
     rows: dict[str, list[dict[str, object]]] = {"A": [], "B": []}
-    seconds: dict[str, list[float]] = {"A": [], "B": []}
     for round_ in range(1, args.rounds + 1):
         for side in ("A", "B") if round_ % 2 else ("B", "A"):
             kafka_bench("cluster", "down", "--purge", "-i", str(args.inventory))
             kafka_bench("cluster", "up", "-i", str(args.inventory))
             row = procedure_run(args.scenario, args.inventory, envs[side])
+            runs[side].append(row)
             rows[side].append({"round": round_, **dataclasses.asdict(row)})
-            seconds[side].append(row.procedure_s)
             print(f"round {round_} {side} ({'as is' if side == 'A' else args.env}): procedure {row.procedure_s:.1f} s, "
                   f"ok {row.procedures_ok}, valid {row.valid}, lost {row.lost} of {row.acked} acked, producers' CPU "
-                  f"{row.producers_cpu_s:.1f} s, acks p50 {row.p50_ms} ms p99 {row.p99_ms} ms", flush=True)
+                  f"{row.producers_cpu_s:.1f} s, acks p50 {row.latency_p50_ms} ms p99 {row.latency_p99_ms} ms",
+                  flush=True)
     kafka_bench("cluster", "down", "--purge", "-i", str(args.inventory))
-    med = {side: statistics.median(values) for side, values in seconds.items()}
+
+    def medians(field: str) -> dict[str, float | None]:
+        """Per side, the median of a ProcedureRun field over the runs that have it."""
+        values = {side: [v for r in side_runs if (v := getattr(r, field)) is not None] for side, side_runs in runs.items()}
+        return {side: statistics.median(v) if v else None for side, v in values.items()}
+
+    med = medians("procedure_s")
+    assert med["A"] is not None and med["B"] is not None  # every run has its procedure's seconds
     results = {"inventory": str(args.inventory), "scenario": str(args.scenario), "b_env": args.env,
                "rounds": args.rounds, "median_procedure_s": med, "a_over_b": med["A"] / med["B"], "raw": rows,
                "project": str(paths.PROJECT_ROOT)}
     print(f"procedure time, medians of {args.rounds}: {med['A']:.1f} s as is, {med['B']:.1f} s with {args.env} "
           f"(as is / with: {results['a_over_b']:.2f})")
-    for field in ("producers_cpu_s", "p50_ms", "p99_ms"):
-        by_side = {side: statistics.median(float(r[field]) for r in rows[side]) for side in rows}  # type: ignore[arg-type]
-        results[f"median_{field}"] = by_side
+    for field in ("producers_cpu_s", *LATENCY):
+        by_side = results[f"median_{field}"] = medians(field)
         print(f"{field}, medians: {by_side['A']} as is, {by_side['B']} with {args.env}")
     print(f"figures: {save_figures('procedure-ab', results)}")
 
