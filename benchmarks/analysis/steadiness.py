@@ -5,7 +5,10 @@ run that fails is flagged in its verdict and in summary.csv, never "good":
 
 Latency here is what the phase itself saw: from the intended send to the ack, or to the first
 fault's injection for a message still unacknowledged then (its wait after that is the fault's,
-not the phase's: the sends in flight when a leader is killed wait out its election).
+not the phase's: the sends in flight when a leader is killed wait out its election). A message
+still in flight at the fault is the fault's outcome too, acknowledged or not: the acked share
+counts only the messages whose delivery report came before the fault (seed 002 kills both
+replicas of its partition, and the sends of the last ~30 ms before the first kill time out later).
 
 - **trend**: the p99 latency (from the intended send) of the messages intended in the phase's
   first third is at most `TREND_FACTOR` times that of its last third, or within `TREND_FLOOR_MS`
@@ -18,8 +21,9 @@ not the phase's: the sends in flight when a leader is killed wait out its electi
   runs beside its consumers and the timeline sampler, which the warm-up does not (the leader
   kill as measured on 2 cores: p50 82-90 ms in every third against 13 ms warmed). Not judged
   for unthrottled loads, which queue by design;
-- **acked vs offered**: at least `ACKED_SHARE` of the messages intended in the phase were
-  acknowledged (without a fault, an open-loop load that is not acknowledged is not steady).
+- **acked vs offered**: at least `ACKED_SHARE` of the messages intended in the phase and
+  answered before the fault were acknowledged (without a fault, an open-loop load that is not
+  acknowledged is not steady).
 
 A phase shorter than `MIN_STEADY_S` is not judged (steady is null).
 """
@@ -52,14 +56,16 @@ def steadiness(produce: DataFrame, bounds: DataFrame) -> DataFrame:
     inside = (produce.join(F.broadcast(phase.drop("warm_p50_ms")), on="run_id", how="inner")
               .filter((F.col("intended_ns") >= F.col("_from")) & (F.col("intended_ns") < F.col("_to")))
               .withColumn("_third", F.floor((F.col("intended_ns") - F.col("_from")) / third).cast("int")))
-    shares = inside.groupBy("run_id").agg(
+    # In flight at the fault: no delivery report before it (none at all counts as in flight only then).
+    in_flight = F.col("_fault_ns").isNotNull() & (F.col("ack_ns").isNull() | (F.col("ack_ns") >= F.col("_fault_ns")))
+    shares = inside.filter(~in_flight).groupBy("run_id").agg(
         (F.sum(F.when(F.col("outcome") == "acked", 1).otherwise(0)) / F.count("*")).alias("steady_acked_share"))
-    acked = (inside.filter(F.col("outcome") == "acked")
+    waited = (inside.filter((F.col("outcome") == "acked") | in_flight)
              .withColumn("_lat", (F.least(F.col("ack_ns"), F.col("_fault_ns")) - F.col("intended_ns")) / 1e6))
-    p99 = (percentiles(acked.filter(F.col("_third").isin(0, 2)), ["run_id", "_third"], "_lat", "lat").groupBy("run_id")
+    p99 = (percentiles(waited.filter(F.col("_third").isin(0, 2)), ["run_id", "_third"], "_lat", "lat").groupBy("run_id")
            .agg(F.max(F.when(F.col("_third") == 0, F.col("lat_p99_ms"))).alias("steady_p99_first_ms"),
                 F.max(F.when(F.col("_third") == 2, F.col("lat_p99_ms"))).alias("steady_p99_last_ms")))
-    p50 = percentiles(acked, ["run_id"], "_lat", "lat").select("run_id", F.col("lat_p50_ms").alias("steady_p50_ms"))
+    p50 = percentiles(waited, ["run_id"], "_lat", "lat").select("run_id", F.col("lat_p50_ms").alias("steady_p50_ms"))
     first, last = F.col("steady_p99_first_ms"), F.col("steady_p99_last_ms")
     no_trend = (first <= TREND_FACTOR * last) | (first <= last + TREND_FLOOR_MS)
     level, warm = F.col("steady_p50_ms"), F.col("warm_p50_ms")

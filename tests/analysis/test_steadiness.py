@@ -12,12 +12,14 @@ from tests.analysis.ledgers import RUN, ns
 pytestmark = pytest.mark.spark
 
 
-def produced(spark, rows):
-    """(seq, intended s, ack s or None) -> produce ledger rows of one producer."""
-    return spark.createDataFrame(
-        [(RUN, 0, seq, 0, ns(t), ns(t), ns(ack), "acked" if ack is not None else "indeterminate",
-          0 if ack is not None else None, seq if ack is not None else None,
-          None if ack is not None else "_MSG_TIMED_OUT", None) for seq, t, ack in rows], schemas.PRODUCE)
+def produced(spark, rows, timed_out=()):
+    """(seq, intended s, ack s or None) -> produce ledger rows of one producer; the seqs in
+    `timed_out` end indeterminate with their delivery report at the ack time given."""
+    def row(seq, t, ack):
+        if ack is not None and seq not in timed_out:
+            return RUN, 0, seq, 0, ns(t), ns(t), ns(ack), "acked", 0, seq, None, None
+        return RUN, 0, seq, 0, ns(t), ns(t), ns(ack), "indeterminate", None, None, "_MSG_TIMED_OUT", None
+    return spark.createDataFrame([row(*r) for r in rows], schemas.PRODUCE)
 
 
 def bounds(spark, fault_start=None, load_end=10.0, warm_p50_ms=None):
@@ -91,6 +93,24 @@ def test_sends_in_flight_when_the_fault_struck_count_only_their_wait_before_it(s
     assert row.steady is True and row.steady_s == pytest.approx(3.0)
     assert row.steady_p99_last_ms <= 150.0 + 1e-6  # intended at 3.85 s at the earliest, censored at 4 s
     assert row.steady_p50_ms == pytest.approx(90.0, rel=1e-2)  # 90 ms everywhere: a level, 7x the warm path's
+
+
+def test_sends_in_flight_when_the_fault_struck_are_its_outcome_whether_acked_or_not(spark):
+    """Seed 002 as measured (make bench): 300 msg/s, the first kill at 4 s; the 10 sends intended
+    in its last ~33 ms timed out 11 s later (the partition stayed leaderless), which made the acked
+    share 98.9 % of the phase. Sends whose timeout came before the fault still count against it."""
+    rows = [(i, 1 + i / 300, 1 + i / 300 + (11.0 if 1 + i / 300 >= 3.966 else 0.007)) for i in range(900)]
+    in_flight = {seq for seq, t, _ in rows if t >= 3.966}
+    assert len(in_flight) == 10
+    [row] = steadiness.steadiness(produced(spark, rows, timed_out=in_flight),
+                                  bounds(spark, fault_start=4.0, warm_p50_ms=7.0)).collect()
+    assert (row.steady, row.steady_acked_share) == (True, 1.0)
+    assert row.steady_p99_last_ms <= 34.0  # waited at most until the kill
+    early = {seq for seq, t, _ in rows if 2.0 <= t < 2.04}  # 12 timed out at 2.3 s, before the fault
+    rows = [(seq, t, 2.3 if seq in early else ack) for seq, t, ack in rows]
+    [row] = steadiness.steadiness(produced(spark, rows, timed_out=in_flight | early),
+                                  bounds(spark, fault_start=4.0, warm_p50_ms=7.0)).collect()
+    assert row.steady is False and row.steady_acked_share == pytest.approx(1 - 12 / 890)
 
 
 def test_a_level_far_above_the_warm_path_is_a_backlog(spark):
