@@ -56,7 +56,7 @@ def steadiness(produce: DataFrame, bounds: DataFrame) -> DataFrame:
     inside = (produce.join(F.broadcast(phase.drop("warm_p50_ms")), on="run_id", how="inner")
               .filter((F.col("intended_ns") >= F.col("_from")) & (F.col("intended_ns") < F.col("_to")))
               .withColumn("_third", F.floor((F.col("intended_ns") - F.col("_from")) / third).cast("int")))
-    # In flight at the fault: no delivery report before it (none at all counts as in flight only then).
+    # In flight at the fault: its delivery report came after it, or never (without a fault, nothing is in flight).
     in_flight = F.col("_fault_ns").isNotNull() & (F.col("ack_ns").isNull() | (F.col("ack_ns") >= F.col("_fault_ns")))
     shares = inside.filter(~in_flight).groupBy("run_id").agg(
         (F.sum(F.when(F.col("outcome") == "acked", 1).otherwise(0)) / F.count("*")).alias("steady_acked_share"))

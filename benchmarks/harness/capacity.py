@@ -86,8 +86,8 @@ class SearchResult:
         if self.outcome == "generator_bound":
             bound = next(s for s in self.steps if s.result.generator_bound)
             at_least = f"at least {self.capacity:.0f} msg/s" if self.capacity is not None else "unknown"
-            return (f"{at_least}: the generator fell behind at {bound.result.offered_rate:.0f} msg/s, before the "
-                    "cluster missed the objective")
+            return (f"{at_least}: the generator fell behind at {bound.result.offered_rate:.0f} msg/s, so that probe "
+                    "measured the generator, not the cluster")
         assert self.capacity is not None
         if self.outcome == "max_rate":
             return f"at least {self.capacity:.0f} msg/s: the highest rate the search may offer met the objective"
@@ -116,7 +116,7 @@ def search(spec: CapacitySearch, probe: Callable[[float], ProbeResult]) -> Searc
     while True:  # grow while met; or, when the first probe missed, descend until one is met
         step = run(phase, rate)
         if step.result.generator_bound:
-            return _ended_by_generator(met, steps)
+            return SearchResult("generator_bound", met, steps)
         if step.met:
             met = rate
             if phase == "descend":
@@ -136,13 +136,9 @@ def search(spec: CapacitySearch, probe: Callable[[float], ProbeResult]) -> Searc
         rate = (met + missed_at) / 2
         step = run("bisect", rate)
         if step.result.generator_bound:
-            return _ended_by_generator(met, steps)
+            return SearchResult("generator_bound", met, steps)
         if step.met:
             met = rate
         else:
             missed_at = rate
     return SearchResult("found", met, steps)
-
-
-def _ended_by_generator(met: float | None, steps: list[Step]) -> SearchResult:
-    return SearchResult("generator_bound", met, steps)
